@@ -1,0 +1,124 @@
+// GPU benchmarks of ragged <-> padded conversion (ragged::ragged_to_padded / padded_to_ragged, float values,
+// int32 offsets, left-aligned, nothing truncated), each next to a plain device-to-device copy of the same bytes.
+//
+// Bytes per iteration:
+//   ragged_to_padded: ragged values read + the whole padded tensor written (pad slots count as written)
+//   padded_to_ragged: the token slots of the padded tensor read + ragged values written (pad slots are not read)
+//   copy:             a cudaMemcpyAsync of half those bytes, i.e. the same bytes read + written
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+
+#include "bench/common/gpu_timer.h"
+#include "bench/common/suite.h"
+#include "bench/common/traffic.h"
+#include "bench/convert_cases.h"
+#include "ragged/buffer.h"
+#include "ragged/convert.h"
+
+namespace ragged {
+namespace bench {
+namespace {
+
+enum class Direction { kRaggedToPadded, kPaddedToRagged };
+
+const char* op_name(Direction direction) {
+  return direction == Direction::kRaggedToPadded ? "ragged_to_padded" : "padded_to_ragged";
+}
+
+double value_bytes(const RaggedCase& c) { return static_cast<double>(c.tokens * c.inner) * sizeof(float); }
+double padded_bytes(const RaggedCase& c) { return static_cast<double>(c.padded_slots() * c.inner) * sizeof(float); }
+
+double moved_bytes(const RaggedCase& c, Direction direction) {
+  return direction == Direction::kRaggedToPadded ? value_bytes(c) + padded_bytes(c) : 2.0 * value_bytes(c);
+}
+
+void set_case_counters(benchmark::State& state, const RaggedCase& c) {
+  state.counters["padding_frac"] = c.padding_fraction();
+  state.counters["tokens"] = static_cast<double>(c.tokens);
+  state.counters["max_len"] = static_cast<double>(c.max_len);
+}
+
+void bench_conversion(benchmark::State& state, const RaggedCase& c, Direction direction) {
+  run_guarded(state, [&] {
+    cudaStream_t stream = GpuTimer::instance().stream();
+    DeviceBuffer<float> ragged_values(static_cast<std::size_t>(c.tokens * c.inner), stream);
+    DeviceBuffer<float> padded(static_cast<std::size_t>(c.padded_slots() * c.inner), stream);
+    DeviceBuffer<std::int32_t> offsets(c.offsets, stream);
+    ragged_values.fill_bytes(0x3c);  // the values do not matter to a data-movement op, only that they exist
+    padded.fill_bytes(0x3c);
+
+    RaggedView<float, std::int32_t> ragged_view;
+    ragged_view.values = ragged_values.data();
+    ragged_view.offsets = offsets.data();
+    ragged_view.batch = c.batch;
+    ragged_view.nnz = c.tokens;
+    ragged_view.inner = c.inner;
+    RaggedView<const float, std::int32_t> ragged_const{ragged_view.values, ragged_view.offsets, c.batch, c.tokens,
+                                                       c.inner};
+    PaddedView<float> padded_view{padded.data(), c.batch, c.max_len, c.inner};
+    PaddedView<const float> padded_const{padded.data(), c.batch, c.max_len, c.inner};
+
+    auto launch = [&](void* workspace, std::size_t& bytes, cudaStream_t s) {
+      return direction == Direction::kRaggedToPadded
+                 ? ragged_to_padded<float, std::int32_t>(workspace, bytes, ragged_const, padded_view, 0.0f,
+                                                         Align::kLeft, Truncate::kRight, s)
+                 : padded_to_ragged<float, std::int32_t>(workspace, bytes, padded_const, ragged_view, 0.0f,
+                                                         Align::kLeft, Truncate::kRight, s);
+    };
+    std::size_t workspace_bytes = 0;
+    if (!ok_or_skip(state, launch(nullptr, workspace_bytes, stream), "workspace query")) return;
+    // A zero-byte query still needs a non-null pointer to mean "run".
+    DeviceBuffer<unsigned char> workspace(workspace_bytes > 0 ? workspace_bytes : 1, stream);
+
+    time_on_gpu(state, [&](cudaStream_t s) { return launch(workspace.data(), workspace_bytes, s); });
+    const double peak = value_bytes(c) + padded_bytes(c) + static_cast<double>(offsets.bytes() + workspace_bytes);
+    set_gpu_traffic(state, moved_bytes(c, direction), peak);
+    set_case_counters(state, c);
+  });
+}
+
+void bench_copy(benchmark::State& state, const RaggedCase& c, Direction direction) {
+  run_guarded(state, [&] {
+    cudaStream_t stream = GpuTimer::instance().stream();
+    const std::size_t bytes = static_cast<std::size_t>(moved_bytes(c, direction) / 2.0);
+    DeviceBuffer<unsigned char> src(bytes, stream), dst(bytes, stream);
+    src.fill_bytes(0x3c);
+    time_on_gpu(state, [&](cudaStream_t s) {
+      return bytes == 0 ? Status::kSuccess
+                        : from_cuda(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, s),
+                                    "cudaMemcpyAsync");
+    });
+    set_gpu_traffic(state, 2.0 * static_cast<double>(bytes), 2.0 * static_cast<double>(bytes));
+    set_case_counters(state, c);
+  });
+}
+
+void register_convert_gpu() {
+  for (const RaggedCase& c : gpu_convert_cases()) {
+    const auto shared = std::make_shared<const RaggedCase>(c);
+    for (const Direction direction : {Direction::kRaggedToPadded, Direction::kPaddedToRagged}) {
+      const std::string op = op_name(direction);
+      benchmark::RegisterBenchmark((op + "/ragged/" + c.name()).c_str(),
+                                   [shared, direction](benchmark::State& state) {
+                                     bench_conversion(state, *shared, direction);
+                                   })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark((op + "/copy/" + c.name()).c_str(),
+                                   [shared, direction](benchmark::State& state) {
+                                     bench_copy(state, *shared, direction);
+                                   })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace
+
+RAGGED_BENCH_SUITE(convert_gpu, Needs::kGpu, register_convert_gpu);
+
+}  // namespace bench
+}  // namespace ragged

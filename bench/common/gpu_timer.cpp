@@ -1,0 +1,72 @@
+#include "bench/common/gpu_timer.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ragged {
+namespace bench {
+
+bool cuda_device_available(std::string* reason) {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    if (reason != nullptr) *reason = cudaGetErrorString(error);
+    cudaGetLastError();  // clear it so that later runtime calls do not report it again
+    return false;
+  }
+  if (count == 0 && reason != nullptr) *reason = "device count is 0";
+  return count > 0;
+}
+
+GpuTimer& GpuTimer::instance() {
+  static GpuTimer timer;
+  return timer;
+}
+
+GpuTimer::GpuTimer() {
+  int device = 0;
+  cudaDeviceProp props{};
+  throw_if_error(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
+  throw_if_error(from_cuda(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties"));
+  l2_bytes_ = static_cast<std::size_t>(std::max(props.l2CacheSize, 0));
+  flush_bytes_ = std::max<std::size_t>(2 * l2_bytes_, std::size_t{1} << 20);
+  throw_if_error(from_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
+  throw_if_error(from_cuda(cudaEventCreate(&start_), "cudaEventCreate"));
+  throw_if_error(from_cuda(cudaEventCreate(&stop_), "cudaEventCreate"));
+  throw_if_error(from_cuda(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)"));
+}
+
+GpuTimer::~GpuTimer() {
+  // Process exit: release quietly, a destructor must not throw.
+  if (flush_buffer_ != nullptr) cudaFree(flush_buffer_);
+  if (start_ != nullptr) cudaEventDestroy(start_);
+  if (stop_ != nullptr) cudaEventDestroy(stop_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+cudaError_t GpuTimer::flush_l2(int iteration) {
+  return cudaMemsetAsync(flush_buffer_, iteration & 0xff, flush_bytes_, stream_);
+}
+
+cudaError_t GpuTimer::elapsed(double* seconds) {
+  cudaError_t error = cudaEventSynchronize(stop_);
+  if (error != cudaSuccess) return error;
+  float ms = 0.0f;
+  error = cudaEventElapsedTime(&ms, start_, stop_);
+  *seconds = static_cast<double>(ms) * 1e-3;
+  return error;
+}
+
+bool ok_or_skip(benchmark::State& state, Status status, const char* what) {
+  if (status == Status::kSuccess) return true;
+  state.SkipWithError((std::string(what) + ": " + status_string(status) + ": " + last_error_message()).c_str());
+  return false;
+}
+
+bool ok_or_skip(benchmark::State& state, cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return true;
+  return ok_or_skip(state, from_cuda(error, what), what);
+}
+
+}  // namespace bench
+}  // namespace ragged

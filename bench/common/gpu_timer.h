@@ -1,0 +1,75 @@
+// GPU timing for Google Benchmark with UseManualTime: the kernel time of each iteration comes from CUDA events,
+// the L2 cache is flushed before every iteration so each one starts cold, and one warm-up launch (module load,
+// first-touch) happens before the timed loop.
+#pragma once
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+
+#include "ragged/status.h"
+
+namespace ragged {
+namespace bench {
+
+// True when a CUDA device is visible; otherwise `reason` says why not.
+bool cuda_device_available(std::string* reason);
+
+// Process-wide benchmark stream, timing events and L2 flush buffer, created on first use (needs a device).
+class GpuTimer {
+ public:
+  static GpuTimer& instance();
+
+  cudaStream_t stream() const { return stream_; }
+  std::size_t l2_bytes() const { return l2_bytes_; }
+  std::size_t flush_bytes() const { return flush_bytes_; }
+
+  // Enqueues a write of a buffer twice the L2 size, which evicts whatever the previous iteration left there.
+  cudaError_t flush_l2(int iteration);
+  cudaError_t record_start() { return cudaEventRecord(start_, stream_); }
+  cudaError_t record_stop() { return cudaEventRecord(stop_, stream_); }
+  // Waits for the stop event; `seconds` gets the time between the two events.
+  cudaError_t elapsed(double* seconds);
+
+  GpuTimer(const GpuTimer&) = delete;
+  GpuTimer& operator=(const GpuTimer&) = delete;
+
+ private:
+  GpuTimer();
+  ~GpuTimer();
+
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+  void* flush_buffer_ = nullptr;
+  std::size_t l2_bytes_ = 0;
+  std::size_t flush_bytes_ = 0;
+};
+
+// Ends the benchmark with an error naming `what` when `status` failed; returns whether it succeeded.
+bool ok_or_skip(benchmark::State& state, Status status, const char* what);
+bool ok_or_skip(benchmark::State& state, cudaError_t error, const char* what);
+
+// The timed loop. `launch(cudaStream_t)` enqueues the work and returns ragged::Status. It runs once untimed,
+// then once per iteration between two events after an L2 flush; the event time is the iteration's time.
+template <typename Launch>
+void time_on_gpu(benchmark::State& state, Launch&& launch) {
+  GpuTimer& timer = GpuTimer::instance();
+  if (!ok_or_skip(state, launch(timer.stream()), "warm-up launch")) return;
+  if (!ok_or_skip(state, cudaStreamSynchronize(timer.stream()), "warm-up synchronize")) return;
+  int iteration = 0;
+  for (auto _ : state) {
+    if (!ok_or_skip(state, timer.flush_l2(iteration++), "L2 flush")) break;
+    if (!ok_or_skip(state, timer.record_start(), "cudaEventRecord(start)")) break;
+    if (!ok_or_skip(state, launch(timer.stream()), "launch")) break;
+    if (!ok_or_skip(state, timer.record_stop(), "cudaEventRecord(stop)")) break;
+    double seconds = 0.0;
+    if (!ok_or_skip(state, timer.elapsed(&seconds), "cudaEventElapsedTime")) break;
+    state.SetIterationTime(seconds);
+  }
+}
+
+}  // namespace bench
+}  // namespace ragged

@@ -1,0 +1,61 @@
+#include "bench/convert_cases.h"
+
+#include "bench/common/suite.h"
+
+namespace ragged {
+namespace bench {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+constexpr std::int64_t kMeanLength = 256;
+
+void add_cases(std::vector<RaggedCase>& out, const std::vector<LengthDistribution>& distributions,
+               const std::vector<std::int64_t>& inners, std::size_t value_bytes) {
+  for (const LengthDistribution distribution : distributions)
+    for (const std::int64_t inner : inners)
+      out.push_back(make_ragged_case(distribution, inner, sizeof(float), value_bytes, kMeanLength));
+}
+
+void add_file_cases(std::vector<RaggedCase>& out, const std::vector<std::int64_t>& inners, std::size_t value_bytes) {
+  const std::string path = lengths_file_from_env();
+  if (path.empty()) return;
+  const std::vector<std::int64_t> file_lengths = read_lengths_file(path);
+  for (const std::int64_t inner : inners)
+    out.push_back(make_ragged_case(LengthDistribution::kFile, inner, sizeof(float), value_bytes, kMeanLength,
+                                   file_lengths));
+}
+
+}  // namespace
+
+std::vector<RaggedCase> gpu_convert_cases() {
+  std::vector<RaggedCase> cases;
+  const std::vector<std::int64_t> all_inners = {1, 8, 64, 256, 1024};
+  if (full_run()) {
+    add_cases(cases, synthetic_distributions(), all_inners, 64 * kMiB);
+    add_cases(cases, synthetic_distributions(), {1, 8, 64}, kMiB);
+    add_file_cases(cases, all_inners, 64 * kMiB);
+    return cases;
+  }
+  add_cases(cases, {LengthDistribution::kLognormal}, all_inners, 64 * kMiB);
+  for (const LengthDistribution distribution : synthetic_distributions())
+    if (distribution != LengthDistribution::kLognormal) add_cases(cases, {distribution}, {1, 64, 1024}, 64 * kMiB);
+  add_cases(cases, {LengthDistribution::kLognormal, LengthDistribution::kUniform}, {1, 64}, kMiB);
+  add_file_cases(cases, {1, 64, 1024}, 64 * kMiB);
+  return cases;
+}
+
+std::vector<RaggedCase> cpu_convert_cases() {
+  std::vector<RaggedCase> cases;
+  const std::vector<std::int64_t> inners =
+      full_run() ? std::vector<std::int64_t>{1, 8, 64, 256, 1024} : std::vector<std::int64_t>{1, 64};
+  const std::vector<LengthDistribution> distributions =
+      full_run() ? synthetic_distributions()
+                 : std::vector<LengthDistribution>{LengthDistribution::kUniform, LengthDistribution::kLognormal,
+                                                   LengthDistribution::kPowerLaw, LengthDistribution::kOneHuge};
+  add_cases(cases, distributions, inners, 4 * kMiB);
+  add_file_cases(cases, inners, 4 * kMiB);
+  return cases;
+}
+
+}  // namespace bench
+}  // namespace ragged

@@ -1,0 +1,114 @@
+// Owning convenience layer, part 1: RAII device memory. Allocation is stream-ordered (cudaMallocAsync on the
+// buffer's stream) and every failure throws ragged::Error naming the call. Host copies synchronise the stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ragged/status.h"
+
+namespace ragged {
+
+// Throws ragged::Error if `error` is not cudaSuccess.
+inline void cuda_check(cudaError_t error, const char* what) { throw_if_error(from_cuda(error, what)); }
+
+template <typename T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t count, cudaStream_t stream = nullptr) : count_(count), stream_(stream) {
+    if (count_ > 0) {
+      void* ptr = nullptr;
+      cuda_check(cudaMallocAsync(&ptr, count_ * sizeof(T), stream_), "cudaMallocAsync");
+      data_ = static_cast<T*>(ptr);
+    }
+  }
+  DeviceBuffer(const std::vector<T>& host, cudaStream_t stream = nullptr) : DeviceBuffer(host.size(), stream) {
+    copy_from_host(host.data(), host.size());
+  }
+  ~DeviceBuffer() { release(); }
+
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    if (this != &other) {
+      release();
+      swap(other);
+    }
+    return *this;
+  }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  std::size_t size() const { return count_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+  bool empty() const { return count_ == 0; }
+  cudaStream_t stream() const { return stream_; }
+
+  void copy_from_host(const T* host, std::size_t count) {
+    if (count > count_) throw Error(Status::kInvalidArgument, "copy_from_host: more elements than the buffer holds");
+    if (count == 0) return;
+    cuda_check(cudaMemcpyAsync(data_, host, count * sizeof(T), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+  std::vector<T> to_host() const {
+    std::vector<T> host(count_);
+    if (count_ == 0) return host;
+    cuda_check(cudaMemcpyAsync(host.data(), data_, bytes(), cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+    cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    return host;
+  }
+  // Sets every byte (tests poison outputs with this before a run).
+  void fill_bytes(int byte) {
+    if (count_ > 0) cuda_check(cudaMemsetAsync(data_, byte, bytes(), stream_), "cudaMemsetAsync");
+  }
+
+ private:
+  void release() noexcept {
+    if (data_ != nullptr) cudaFreeAsync(data_, stream_);  // a destructor must not throw
+    data_ = nullptr;
+    count_ = 0;
+  }
+  void swap(DeviceBuffer& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(count_, other.count_);
+    std::swap(stream_, other.stream_);
+  }
+
+  T* data_ = nullptr;
+  std::size_t count_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+// A growable workspace for the two-phase calls: get(bytes) returns at least `bytes` of device memory.
+class Workspace {
+ public:
+  explicit Workspace(cudaStream_t stream = nullptr) : stream_(stream) {}
+  void* get(std::size_t bytes) {
+    if (bytes > buffer_.size()) buffer_ = DeviceBuffer<unsigned char>(bytes, stream_);
+    return buffer_.data();
+  }
+  std::size_t capacity() const { return buffer_.size(); }
+
+ private:
+  cudaStream_t stream_;
+  DeviceBuffer<unsigned char> buffer_;
+};
+
+// Runs a two-phase op: queries its workspace, provides it from `workspace`, runs it, throws on failure.
+// `op(void* d_workspace, std::size_t& bytes)` must return Status.
+template <typename Op>
+void run_with_workspace(Workspace& workspace, Op&& op) {
+  std::size_t bytes = 0;
+  throw_if_error(op(nullptr, bytes));
+  // A zero-byte query still needs a non-null pointer to mean "run", hence at least one byte.
+  void* ptr = workspace.get(bytes > 0 ? bytes : 1);
+  throw_if_error(op(ptr, bytes));
+}
+
+}  // namespace ragged

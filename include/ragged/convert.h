@@ -1,0 +1,47 @@
+// Conversions between ragged and padded layouts, and attention masks from lengths.
+// Same contract as offsets.h: two-phase workspace, explicit stream, no allocation, no host sync.
+//
+// Supported T: float, half, bfloat16, int32_t, int64_t, uint8_t, bool. Supported OffsetT: int32_t, int64_t.
+// The kernels move bytes, so each row is copied with the widest aligned vector (up to 16 bytes).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ragged/status.h"
+#include "ragged/view.h"
+
+namespace ragged {
+
+// dst[b, s, :] = the token of sequence b placed in slot s, or pad_value. Sequence b has
+// length = offsets[b+1] - offsets[b]; slot_map() (view.h) says which tokens are kept and where they go:
+// a sequence longer than dst.max_len keeps its first (Truncate::kRight) or last (Truncate::kLeft) max_len
+// tokens; Align::kLeft puts tokens first, Align::kRight puts them last. Requires dst.batch == src.batch and
+// dst.inner == src.inner. Every element of dst is written.
+template <typename T, typename OffsetT>
+Status ragged_to_padded(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> src,
+                        PaddedView<T> dst, T pad_value, Align align, Truncate trunc, cudaStream_t stream);
+
+// The inverse: dst's token t of sequence b takes the padded slot that ragged_to_padded would have put it in.
+// Tokens that the padded tensor cannot hold (a sequence longer than src.max_len, with the same `trunc` rule)
+// are written with `fill`, so every element of dst[0, offsets[batch]) is written.
+template <typename T, typename OffsetT>
+Status padded_to_ragged(void* d_workspace, std::size_t& workspace_bytes, PaddedView<const T> src,
+                        RaggedView<T, OffsetT> dst, T fill, Align align, Truncate trunc, cudaStream_t stream);
+
+// Key-padding masks [batch, max_len] from lengths: mask[b, s] is true (boolean) or 0 (additive) where slot s
+// holds a token (same placement as ragged_to_padded with `align`), false or -infinity where it is padding.
+// Negative lengths count as 0; lengths above max_len fill the row. LengthT: int32_t or int64_t.
+template <typename LengthT>
+Status lengths_to_mask(void* d_workspace, std::size_t& workspace_bytes, const LengthT* d_lengths,
+                       std::int64_t batch, std::int64_t max_len, Align align, bool* d_mask, cudaStream_t stream);
+
+// T: float, half, bfloat16.
+template <typename LengthT, typename T>
+Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes, const LengthT* d_lengths,
+                                std::int64_t batch, std::int64_t max_len, Align align, T* d_mask,
+                                cudaStream_t stream);
+
+}  // namespace ragged

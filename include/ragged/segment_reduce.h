@@ -1,0 +1,55 @@
+// Segment reductions over the ragged dimension: out[b, d] = op over the rows of sequence b of values[row, d],
+// and softmax / log-softmax over the ragged dimension per inner column; with their backward passes.
+//
+// Semantics (the CPU references in reference.h implement the same):
+// - T in {float, half, bfloat16}; accumulation in float; the result is rounded to T once.
+// - Empty sequences: out = empty_value (converted to T), arg = -1; their softmax rows do not exist.
+// - kMax / kMin propagate NaN: a column holding a NaN reduces to NaN and its arg is the first NaN's index.
+//   Otherwise the arg is the index within the sequence (0-based) of the first occurrence of the extreme value.
+//   +0 and -0 compare equal, so the first of them wins.
+// - Deterministic: no float atomics; each sequence is reduced in an order that depends only on its own length,
+//   so the output is bitwise the same on every run and does not depend on the other sequences in the batch.
+// - The work split is chosen on the device from the offsets (no host sync), so one launch holds its bandwidth
+//   for many tiny sequences, one huge sequence, or anything between.
+// Same contract as the other device ops: two-phase workspace, explicit stream, no allocation, no host sync.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ragged/status.h"
+#include "ragged/view.h"
+
+namespace ragged {
+
+enum class ReduceOp : int { kSum = 0, kMean = 1, kMax = 2, kMin = 3 };
+const char* reduce_op_name(ReduceOp op);
+
+// d_out [batch, inner]. d_arg [batch, inner] (optional, kMax / kMin only; must be null for kSum / kMean).
+template <typename T, typename OffsetT>
+Status segment_reduce(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> src,
+                      ReduceOp op, T* d_out, std::int64_t* d_arg, float empty_value, cudaStream_t stream);
+
+// d_grad_in [nnz, inner] from d_grad_out [batch, inner]: kSum copies the gradient to every row, kMean divides it
+// by the length, kMax / kMin route it to the row named by d_arg (which must come from segment_reduce) and write
+// 0 elsewhere. `shape.values` is not read and may be null.
+template <typename T, typename OffsetT>
+Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> shape,
+                               ReduceOp op, const T* d_grad_out, const std::int64_t* d_arg, T* d_grad_in,
+                               cudaStream_t stream);
+
+// d_out [nnz, inner]: softmax (log = false) or log-softmax (log = true) of each sequence along its rows,
+// independently for each inner column. Rows past offsets[batch] are not written.
+template <typename T, typename OffsetT>
+Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> src, bool log,
+                       T* d_out, cudaStream_t stream);
+
+// Given y = segment_softmax(x) (d_out, in its ragged layout `shape`) and dL/dy, writes dL/dx:
+// softmax: dx = y * (dy - sum(dy * y)); log-softmax: dx = dy - exp(y) * sum(dy), sums over the sequence.
+template <typename T, typename OffsetT>
+Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> shape,
+                                bool log, const T* d_out, const T* d_grad_out, T* d_grad_in, cudaStream_t stream);
+
+}  // namespace ragged

@@ -1,0 +1,204 @@
+// Owning convenience layer, part 2: RaggedTensor and PaddedTensor with device memory, host copies and the
+// conversions. Everything throws ragged::Error with a message naming what is wrong. Unlike the low-level API,
+// these calls may synchronise the stream (host copies, reading a device-computed max length, validation).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ragged/buffer.h"
+#include "ragged/convert.h"
+#include "ragged/offsets.h"
+#include "ragged/segment_reduce.h"
+#include "ragged/view.h"
+
+namespace ragged {
+
+namespace detail {
+inline std::int64_t product(const std::vector<std::int64_t>& dims) {
+  std::int64_t p = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0) throw Error(Status::kInvalidArgument, "inner dimension " + std::to_string(d) + " is negative");
+    p *= d;
+  }
+  return p;
+}
+}  // namespace detail
+
+template <typename T>
+struct PaddedTensor {
+  DeviceBuffer<T> data;  // [batch, max_len, inner_dims...]
+  std::int64_t batch = 0;
+  std::int64_t max_len = 0;
+  std::vector<std::int64_t> inner_dims;
+
+  std::int64_t inner() const { return detail::product(inner_dims); }
+  PaddedView<T> view() { return {data.data(), batch, max_len, inner()}; }
+  PaddedView<const T> view() const { return {data.data(), batch, max_len, inner()}; }
+};
+
+template <typename T, typename OffsetT = std::int64_t>
+class RaggedTensor {
+ public:
+  RaggedTensor() = default;
+
+  // values: nnz * inner elements, row-major; lengths: one per sequence. Validates, then copies to the device.
+  static RaggedTensor from_host(const std::vector<T>& values, const std::vector<std::int64_t>& lengths,
+                                std::vector<std::int64_t> inner_dims = {}, cudaStream_t stream = nullptr) {
+    RaggedTensor t;
+    t.inner_dims_ = std::move(inner_dims);
+    t.batch_ = static_cast<std::int64_t>(lengths.size());
+    std::vector<OffsetT> offsets(lengths.size() + 1);
+    throw_if_error(lengths_to_offsets_host(lengths.data(), t.batch_, offsets.data()));
+    t.nnz_ = static_cast<std::int64_t>(offsets.back());
+    const std::int64_t inner = detail::product(t.inner_dims_);
+    if (static_cast<std::int64_t>(values.size()) != t.nnz_ * inner)
+      throw Error(Status::kInvalidArgument, "values holds " + std::to_string(values.size()) +
+                                                " elements but the lengths need nnz * inner = " +
+                                                std::to_string(t.nnz_) + " * " + std::to_string(inner));
+    t.values_ = DeviceBuffer<T>(values, stream);
+    t.offsets_ = DeviceBuffer<OffsetT>(offsets, stream);
+    t.stream_ = stream;
+    return t;
+  }
+
+  // Adopts device buffers; validates the offsets on the host first (one copy back, synchronising).
+  static RaggedTensor from_device(DeviceBuffer<T> values, DeviceBuffer<OffsetT> offsets,
+                                  std::vector<std::int64_t> inner_dims = {}) {
+    RaggedTensor t;
+    if (offsets.empty()) throw Error(Status::kInvalidOffsets, "offsets must hold batch + 1 >= 1 entries");
+    t.inner_dims_ = std::move(inner_dims);
+    const std::int64_t inner = detail::product(t.inner_dims_);
+    t.batch_ = static_cast<std::int64_t>(offsets.size()) - 1;
+    const std::int64_t capacity = inner > 0 ? static_cast<std::int64_t>(values.size()) / inner : 0;
+    const std::vector<OffsetT> host = offsets.to_host();
+    throw_if_error(validate_offsets_host(host.data(), t.batch_, capacity, -1));
+    t.nnz_ = static_cast<std::int64_t>(host.back());
+    t.stream_ = values.stream();
+    t.values_ = std::move(values);
+    t.offsets_ = std::move(offsets);
+    return t;
+  }
+
+  std::int64_t batch() const { return batch_; }
+  std::int64_t nnz() const { return nnz_; }
+  std::int64_t inner() const { return detail::product(inner_dims_); }
+  const std::vector<std::int64_t>& inner_dims() const { return inner_dims_; }
+  cudaStream_t stream() const { return stream_; }
+  DeviceBuffer<T>& values() { return values_; }
+  const DeviceBuffer<T>& values() const { return values_; }
+  const DeviceBuffer<OffsetT>& offsets() const { return offsets_; }
+
+  RaggedView<T, OffsetT> view() { return {values_.data(), offsets_.data(), batch_, nnz_, inner()}; }
+  RaggedView<const T, OffsetT> view() const { return {values_.data(), offsets_.data(), batch_, nnz_, inner()}; }
+
+  std::vector<T> values_to_host() const { return values_.to_host(); }
+  std::vector<OffsetT> offsets_to_host() const { return offsets_.to_host(); }
+  std::vector<std::int64_t> lengths_to_host() const {
+    const std::vector<OffsetT> o = offsets_to_host();
+    std::vector<std::int64_t> lengths(static_cast<std::size_t>(batch_));
+    for (std::size_t b = 0; b < lengths.size(); ++b) lengths[b] = static_cast<std::int64_t>(o[b + 1] - o[b]);
+    return lengths;
+  }
+
+  // Longest sequence, reduced on the device and read back (synchronises).
+  std::int64_t max_length() const {
+    Workspace ws(stream_);
+    DeviceBuffer<std::int64_t> d_max(1, stream_);
+    run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
+      return ragged::max_length(p, bytes, offsets_.data(), batch_, d_max.data(), stream_);
+    });
+    return d_max.to_host()[0];
+  }
+
+  // To [batch, max_len, inner...]; max_len < 0 means the longest sequence.
+  PaddedTensor<T> to_padded(T pad_value, std::int64_t max_len = -1, Align align = Align::kLeft,
+                            Truncate trunc = Truncate::kRight) const {
+    PaddedTensor<T> out;
+    out.batch = batch_;
+    out.max_len = max_len < 0 ? max_length() : max_len;
+    out.inner_dims = inner_dims_;
+    out.data = DeviceBuffer<T>(static_cast<std::size_t>(batch_ * out.max_len * inner()), stream_);
+    Workspace ws(stream_);
+    run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
+      return ragged::ragged_to_padded(p, bytes, view(), out.view(), pad_value, align, trunc, stream_);
+    });
+    return out;
+  }
+
+  // A tensor with the same offsets (copied) and fresh, unwritten values.
+  RaggedTensor empty_like() const {
+    RaggedTensor t;
+    t.inner_dims_ = inner_dims_;
+    t.batch_ = batch_;
+    t.nnz_ = nnz_;
+    t.stream_ = stream_;
+    t.values_ = DeviceBuffer<T>(values_.size(), stream_);
+    t.offsets_ = DeviceBuffer<OffsetT>(offsets_.size(), stream_);
+    if (!offsets_.empty())
+      cuda_check(cudaMemcpyAsync(t.offsets_.data(), offsets_.data(), offsets_.bytes(), cudaMemcpyDeviceToDevice,
+                                 stream_),
+                 "cudaMemcpyAsync(offsets)");
+    return t;
+  }
+
+  // [batch, inner...] reduction of every sequence (segment_reduce.h); `arg`, if given, receives the index of the
+  // max / min within each sequence.
+  DeviceBuffer<T> reduce(ReduceOp op, float empty_value = 0.0f, DeviceBuffer<std::int64_t>* arg = nullptr) const {
+    const std::size_t count = static_cast<std::size_t>(batch_ * inner());
+    DeviceBuffer<T> out(count, stream_);
+    if (arg != nullptr) *arg = DeviceBuffer<std::int64_t>(count, stream_);
+    Workspace ws(stream_);
+    run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
+      return ragged::segment_reduce(p, bytes, view(), op, out.data(), arg != nullptr ? arg->data() : nullptr,
+                                    empty_value, stream_);
+    });
+    return out;
+  }
+
+  // Softmax (or log-softmax) of every sequence along its tokens, per inner column.
+  RaggedTensor softmax(bool log = false) const {
+    RaggedTensor out = empty_like();
+    Workspace ws(stream_);
+    run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
+      return ragged::segment_softmax(p, bytes, view(), log, out.values_.data(), stream_);
+    });
+    return out;
+  }
+
+  // From a padded tensor and the lengths of its sequences (tokens the padded tensor lacks become `fill`).
+  static RaggedTensor from_padded(const PaddedTensor<T>& padded, const std::vector<std::int64_t>& lengths,
+                                  T fill = T(), Align align = Align::kLeft, Truncate trunc = Truncate::kRight,
+                                  cudaStream_t stream = nullptr) {
+    if (static_cast<std::int64_t>(lengths.size()) != padded.batch)
+      throw Error(Status::kInvalidArgument, "from_padded: " + std::to_string(lengths.size()) +
+                                                " lengths for a padded batch of " + std::to_string(padded.batch));
+    RaggedTensor t;
+    t.inner_dims_ = padded.inner_dims;
+    t.batch_ = padded.batch;
+    std::vector<OffsetT> offsets(lengths.size() + 1);
+    throw_if_error(lengths_to_offsets_host(lengths.data(), t.batch_, offsets.data()));
+    t.nnz_ = static_cast<std::int64_t>(offsets.back());
+    t.stream_ = stream;
+    t.offsets_ = DeviceBuffer<OffsetT>(offsets, stream);
+    t.values_ = DeviceBuffer<T>(static_cast<std::size_t>(t.nnz_ * t.inner()), stream);
+    Workspace ws(stream);
+    run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
+      return ragged::padded_to_ragged(p, bytes, padded.view(), t.view(), fill, align, trunc, stream);
+    });
+    return t;
+  }
+
+ private:
+  DeviceBuffer<T> values_;
+  DeviceBuffer<OffsetT> offsets_;
+  std::vector<std::int64_t> inner_dims_;
+  std::int64_t batch_ = 0;
+  std::int64_t nnz_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace ragged

@@ -1,0 +1,104 @@
+// Internal: how the segment kernels split a ragged tensor [nnz, D] into warp-sized work, shared by the host
+// (workspace sizes) and the device (the kernels). Every choice here depends only on D, the vector width and a
+// row's own length, never on the other rows: that is what makes a row's result independent of its batch.
+//
+// - A row is "tiny" when it holds at most 32 elements (D <= 32): one lane reduces it on its own, in order.
+// - Every other non-empty row is cut into chunks of `chunk_tokens` tokens, counted from the row's own start.
+//   A chunk is further cut into column tiles when D is wide. One warp reduces one (chunk, tile) unit.
+//     narrow (D / V <= 32 vectors): lane j reads vector column j % (D/V) of token j / (D/V) + phases * i,
+//       so a warp covers `phases` tokens per pass with coalesced loads;
+//     wide: lane j reads vector column 32 * tile + j of every token of the chunk.
+// - A row of several chunks writes one partial per chunk, combined afterwards in chunk order by "combine units"
+//   (one warp per row and tile of 32 scalar columns).
+// The unit, partial and combine-unit counts of every row are scanned on the device (the "plan"), so the work
+// split needs no host sync.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ragged/config.h"
+
+namespace ragged {
+namespace detail {
+
+constexpr int kWarpSize = 32;
+
+struct SegmentGeometry {
+  std::int64_t inner = 1;         // D
+  int vec = 1;                    // V: elements per vector access
+  std::int64_t vcols = 1;         // D / V
+  bool narrow = true;             // vcols <= 32
+  int phases = 1;                 // tokens per warp pass (narrow: 32 / vcols; wide: 1)
+  std::int64_t tiles = 1;         // column tiles of 32 vectors (wide) or 1
+  std::int64_t chunk_tokens = 1;  // tokens per unit, a multiple of phases
+  int combine_phases = 1;         // combine over scalar columns: 32 / D when D <= 32, else 1
+  std::int64_t combine_tiles = 1; // ceil(D / 32) when D > 32, else 1
+  std::int64_t tiny_tokens = 0;   // rows with 0 < length <= tiny_tokens take the lane-per-row path
+};
+
+// items_per_lane: how many vectors one lane handles per unit (a unit is about 32 * items * V elements).
+inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::int64_t items_per_lane) {
+  SegmentGeometry g;
+  g.inner = inner;
+  g.vec = vec;
+  g.vcols = inner / vec;
+  g.narrow = g.vcols <= kWarpSize;
+  g.phases = g.narrow ? static_cast<int>(kWarpSize / (g.vcols > 0 ? g.vcols : 1)) : 1;
+  g.tiles = g.narrow ? 1 : (g.vcols + kWarpSize - 1) / kWarpSize;
+  g.chunk_tokens = g.phases * items_per_lane;
+  g.combine_phases = inner <= kWarpSize ? static_cast<int>(kWarpSize / (inner > 0 ? inner : 1)) : 1;
+  g.combine_tiles = inner <= kWarpSize ? 1 : (inner + kWarpSize - 1) / kWarpSize;
+  g.tiny_tokens = inner <= kWarpSize ? kWarpSize / (inner > 0 ? inner : 1) : 0;
+  return g;
+}
+
+// A row's share of the work; the plan is the inclusive scan of this over the rows.
+struct RowWork {
+  std::int64_t units = 0;          // (chunk, tile) units of the main pass
+  std::int64_t partials = 0;       // chunks that write partials (0 unless the row has several chunks)
+  std::int64_t combine_units = 0;  // combine units (0 unless the row has several chunks)
+
+  RAGGED_HOST_DEVICE RowWork operator+(const RowWork& o) const {
+    return RowWork{units + o.units, partials + o.partials, combine_units + o.combine_units};
+  }
+};
+
+RAGGED_HOST_DEVICE std::int64_t chunks_of(std::int64_t length, const SegmentGeometry& g) {
+  return (length + g.chunk_tokens - 1) / g.chunk_tokens;
+}
+
+RAGGED_HOST_DEVICE bool is_tiny(std::int64_t length, const SegmentGeometry& g) {
+  return length == 0 || length <= g.tiny_tokens;
+}
+
+RAGGED_HOST_DEVICE RowWork row_work(std::int64_t length, const SegmentGeometry& g) {
+  if (is_tiny(length, g)) return RowWork{};
+  const std::int64_t chunks = chunks_of(length, g);
+  return RowWork{chunks * g.tiles, chunks > 1 ? chunks : 0, chunks > 1 ? g.combine_tiles : 0};
+}
+
+// Upper bound of the partial chunks over all rows for nnz rows of values: a row of several chunks has
+// length > chunk_tokens, so ceil(length / chunk_tokens) < 2 * length / chunk_tokens. Kernels still check
+// against this bound because malformed offsets can make clamped rows overlap.
+inline std::int64_t max_partial_chunks(std::int64_t nnz, const SegmentGeometry& g) {
+  return 2 * nnz / g.chunk_tokens + 1;
+}
+
+}  // namespace detail
+}  // namespace ragged
+
+namespace ragged {
+namespace detail {
+
+// 16-byte accesses when every row start is 16-byte aligned (D a multiple of the vector and an aligned base
+// pointer, as cudaMalloc gives); otherwise one element at a time. The vector width fixes the phase layout and
+// so the summation order: for bitwise batch invariance, keep the values' base pointer 16-byte aligned.
+inline int segment_vector_width(std::int64_t inner, std::size_t elem_size, const void* values) {
+  const std::int64_t vec = static_cast<std::int64_t>(16 / elem_size);
+  const bool aligned = (reinterpret_cast<std::uintptr_t>(values) % 16) == 0;
+  return (inner % vec == 0 && aligned) ? static_cast<int>(vec) : 1;
+}
+
+}  // namespace detail
+}  // namespace ragged

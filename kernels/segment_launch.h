@@ -1,0 +1,87 @@
+// Internal: launch arguments and launchers of the segment kernels (kernels/segment_*.cu), called by
+// src/segment_reduce.cpp after it has validated the arguments and laid out the workspace.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ragged/segment_reduce.h"
+#include "ragged/status.h"
+#include "segment_geometry.h"
+
+namespace ragged {
+namespace detail {
+
+// Elements per lane per unit (divided by the vector width V to get tokens per lane). Reductions stream, so a
+// unit is up to 32 * 256 elements; the softmax family keeps its unit in registers (32 floats per lane forward,
+// 16 of each input backward) so that a row of one unit is read once.
+constexpr int kReduceFloatsPerLane = 256;
+constexpr int kSoftmaxFloatsPerLane = 32;
+constexpr int kSoftmaxBackwardFloatsPerLane = 16;
+
+// plan[0] = 0, plan[b+1] = plan[b] + row_work(length of row b). With d_cub_temp == nullptr only sets
+// cub_temp_bytes.
+template <typename OffsetT>
+Status launch_segment_plan(void* d_cub_temp, std::size_t& cub_temp_bytes, const OffsetT* d_offsets,
+                           std::int64_t batch, std::int64_t nnz, const SegmentGeometry& geometry, RowWork* d_plan,
+                           cudaStream_t stream);
+
+// What every segment kernel reads: the ragged layout, its geometry and plan, and the partials scratch.
+template <typename OffsetT>
+struct SegmentLayout {
+  const OffsetT* offsets = nullptr;
+  std::int64_t batch = 0;
+  std::int64_t nnz = 0;
+  SegmentGeometry geometry;
+  const RowWork* plan = nullptr;  // [batch + 1]
+  std::int64_t partial_capacity = 0;  // chunks the partial arrays hold (each chunk: D entries)
+};
+
+template <typename T, typename OffsetT>
+struct SegmentReduceArgs {
+  SegmentLayout<OffsetT> layout;
+  const T* values = nullptr;
+  ReduceOp op = ReduceOp::kSum;
+  T* out = nullptr;
+  std::int64_t* arg = nullptr;
+  float empty_value = 0.0f;
+  float* partial_value = nullptr;        // [partial_capacity * D]
+  std::int64_t* partial_index = nullptr; // [partial_capacity * D], kMax / kMin only
+};
+
+template <typename T, typename OffsetT>
+Status launch_segment_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t stream);
+
+template <typename T, typename OffsetT>
+struct SegmentReduceBackwardArgs {
+  SegmentLayout<OffsetT> layout;
+  ReduceOp op = ReduceOp::kSum;
+  const T* grad_out = nullptr;
+  const std::int64_t* arg = nullptr;
+  T* grad_in = nullptr;
+};
+
+template <typename T, typename OffsetT>
+Status launch_segment_reduce_backward(const SegmentReduceBackwardArgs<T, OffsetT>& args, cudaStream_t stream);
+
+// Softmax forward (x -> y) and backward (y, dy -> dx) share one kernel family: a statistic per row and column
+// (max and sum of exponentials; or the sum of dy * y / of dy), then an elementwise write.
+template <typename T, typename OffsetT>
+struct SegmentSoftmaxArgs {
+  SegmentLayout<OffsetT> layout;
+  bool log = false;
+  bool backward = false;
+  const T* x = nullptr;   // forward: the input; backward: y, the forward output
+  const T* dy = nullptr;  // backward only
+  T* out = nullptr;       // forward: y; backward: dx
+  float* partial_a = nullptr;  // [partial_capacity * D] running max (forward) or sum (backward)
+  float* partial_b = nullptr;  // [partial_capacity * D] sum of exponentials (forward only)
+};
+
+template <typename T, typename OffsetT>
+Status launch_segment_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t stream);
+
+}  // namespace detail
+}  // namespace ragged

@@ -1,0 +1,360 @@
+// Segment reductions (sum, mean, max, min with arg) and their backward pass.
+//
+// One persistent kernel walks a list of warp-sized work items: first the row groups (32 consecutive rows, one
+// lane per tiny row), then the (chunk, tile) units of the plan (segment_geometry.h). A row that fits one unit is
+// finished by its warp; a longer row leaves one partial per chunk, and the combine kernel merges the partials in
+// chunk order. The order in which a row's elements are added depends only on its length and D, so results are
+// deterministic and do not depend on the other rows of the batch.
+#include "launch.cuh"
+#include "segment_common.cuh"
+#include "segment_launch.h"
+
+namespace ragged {
+namespace detail {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarpsPerBlock = kThreads / kWarpSize;
+constexpr int kBlocksPerSm = 8;
+constexpr int kUnroll = 4;           // independent loads in flight per lane
+
+struct SumAcc {
+  float sum = 0.0f;
+  __device__ void add(float x, std::int64_t) { sum += x; }
+  __device__ void merge(const SumAcc& o) { sum += o.sum; }
+  __device__ SumAcc shfl(int src) const { return SumAcc{__shfl_sync(0xffffffffu, sum, src)}; }
+  __device__ float value(std::int64_t length, bool mean) const {
+    return mean ? sum / static_cast<float>(length) : sum;
+  }
+  __device__ std::int64_t index() const { return -1; }
+  __device__ void store(float* value, std::int64_t*, std::int64_t at) const { value[at] = sum; }
+  __device__ static SumAcc load(const float* value, const std::int64_t*, std::int64_t at) { return SumAcc{value[at]}; }
+};
+
+// Max (kMin = false) or min with the index of the winner. The selection is a total order (NaN first, then the
+// extreme value, then the lower index), so merging in any order gives the same answer.
+template <bool kMin>
+struct ExtremeAcc {
+  float v = 0.0f;
+  std::int64_t i = -1;  // -1: nothing seen yet
+
+  __device__ bool beats(float x, std::int64_t xi) const {
+    if (i < 0) return true;
+    const bool x_nan = isnan(x), v_nan = isnan(v);
+    if (x_nan || v_nan) return x_nan && (!v_nan || xi < i);
+    if (x == v) return xi < i;
+    return kMin ? x < v : x > v;
+  }
+  __device__ void add(float x, std::int64_t xi) {
+    if (beats(x, xi)) {
+      v = x;
+      i = xi;
+    }
+  }
+  __device__ void merge(const ExtremeAcc& o) {
+    if (o.i >= 0) add(o.v, o.i);
+  }
+  __device__ ExtremeAcc shfl(int src) const {
+    ExtremeAcc r;
+    r.v = __shfl_sync(0xffffffffu, v, src);
+    r.i = __shfl_sync(0xffffffffu, i, src);
+    return r;
+  }
+  __device__ float value(std::int64_t, bool) const { return v; }
+  __device__ std::int64_t index() const { return i; }
+  __device__ void store(float* value, std::int64_t* index, std::int64_t at) const {
+    value[at] = v;
+    index[at] = i;
+  }
+  __device__ static ExtremeAcc load(const float* value, const std::int64_t* index, std::int64_t at) {
+    ExtremeAcc r;
+    r.v = value[at];
+    r.i = index[at];
+    return r;
+  }
+};
+
+template <typename T, typename OffsetT, typename Acc>
+__device__ __forceinline__ void write_result(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t b, std::int64_t col,
+                                             const Acc& acc, std::int64_t length) {
+  const std::int64_t at = b * a.layout.geometry.inner + col;
+  const bool mean = a.op == ReduceOp::kMean;
+  a.out[at] = from_float<T>(length == 0 ? a.empty_value : acc.value(length, mean));
+  if (a.arg != nullptr) a.arg[at] = length == 0 ? -1 : acc.index();
+}
+
+// Rows of a group that hold at most 32 elements: one lane each, in element order.
+template <typename T, typename OffsetT, typename Acc>
+__device__ void reduce_tiny_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t group) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const std::int64_t D = L.geometry.inner;
+  const std::int64_t b = group * kWarpSize + lane_id();
+  if (b >= L.batch) return;
+  std::int64_t begin = 0, length = 0;
+  row_extent(L.offsets, b, L.nnz, begin, length);
+  if (!is_tiny(length, L.geometry)) return;
+  for (std::int64_t c = 0; c < D; ++c) {
+    Acc acc;
+    for (std::int64_t t = 0; t < length; ++t) acc.add(to_float(a.values[(begin + t) * D + c]), t);
+    write_result(a, b, c, acc, length);
+  }
+}
+
+// Wide rows have no lane-per-row path; a group only writes the results of its empty rows, a warp per row.
+template <typename T, typename OffsetT>
+__device__ void write_empty_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t group) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const std::int64_t D = L.geometry.inner;
+  const std::int64_t b = group * kWarpSize + lane_id();
+  std::int64_t begin = 0, length = 1;
+  if (b < L.batch) row_extent(L.offsets, b, L.nnz, begin, length);
+  unsigned empty = __ballot_sync(0xffffffffu, b < L.batch && length == 0);
+  while (empty != 0) {
+    const std::int64_t row = group * kWarpSize + __ffs(empty) - 1;
+    empty &= empty - 1;
+    for (std::int64_t col = lane_id(); col < D; col += kWarpSize) {
+      a.out[row * D + col] = from_float<T>(a.empty_value);
+      if (a.arg != nullptr) a.arg[row * D + col] = -1;
+    }
+  }
+}
+
+
+template <typename T, typename OffsetT, typename Acc, int V>
+__device__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t u) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t D = g.inner;
+  const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::units);
+  const std::int64_t local = u - L.plan[b].units;
+  const std::int64_t chunk = local / g.tiles;
+  const LaneSlot slot = lane_slot(g, local % g.tiles);
+  std::int64_t begin = 0, length = 0;
+  row_extent(L.offsets, b, L.nnz, begin, length);
+  const std::int64_t t0 = chunk * g.chunk_tokens;
+  const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
+
+  Acc acc[V];
+  if (slot.active) {
+    const T* base = a.values + begin * D + slot.vcol * V;
+    const std::int64_t step = g.phases;
+    for (std::int64_t t = t0 + slot.phase; t < t1; t += step * kUnroll) {
+      float x[kUnroll][V];
+#pragma unroll
+      for (int k = 0; k < kUnroll; ++k)
+        if (t + k * step < t1) load_floats<T, V>(base + (t + k * step) * D, x[k]);
+#pragma unroll
+      for (int k = 0; k < kUnroll; ++k)
+        if (t + k * step < t1) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) acc[v].add(x[k][v], t + k * step);
+        }
+    }
+  }
+  if (g.narrow) {
+    // Phase 0 gathers the other phases in a fixed order.
+    for (int q = 1; q < g.phases; ++q) {
+      const int src = static_cast<int>(slot.vcol + q * g.vcols);
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const Acc other = acc[v].shfl(src);
+        if (slot.phase == 0) acc[v].merge(other);
+      }
+    }
+  }
+  const bool holder = g.narrow ? slot.phase == 0 : slot.active;
+  if (!holder) return;
+  if (chunks_of(length, g) == 1) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) write_result(a, b, slot.vcol * V + v, acc[v], length);
+    return;
+  }
+  const std::int64_t partial = L.plan[b].partials + chunk;
+  if (partial >= L.partial_capacity) return;  // only reachable with malformed (overlapping) offsets
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v].store(a.partial_value, a.partial_index, partial * D + slot.vcol * V + v);
+}
+
+template <typename T, typename OffsetT, typename Acc, int V>
+__global__ void __launch_bounds__(kThreads) segment_reduce_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const std::int64_t groups = (L.batch + kWarpSize - 1) / kWarpSize;
+  const std::int64_t total = groups + L.plan[L.batch].units;
+  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
+    if (u >= groups) reduce_unit<T, OffsetT, Acc, V>(a, u - groups);
+    else if (L.geometry.tiny_tokens > 0) reduce_tiny_rows<T, OffsetT, Acc>(a, u);
+    else write_empty_rows(a, u);
+  }
+}
+
+// Merges the partials of each multi-chunk row in chunk order: lanes take (column, phase) pairs for D <= 32,
+// else one column of a 32-column tile each.
+template <typename T, typename OffsetT, typename Acc>
+__global__ void __launch_bounds__(kThreads) segment_combine_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t D = g.inner;
+  const std::int64_t total = L.plan[L.batch].combine_units;
+  const int lane = lane_id();
+  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
+    const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::combine_units);
+    const std::int64_t tile = u - L.plan[b].combine_units;
+    std::int64_t begin = 0, length = 0;
+    row_extent(L.offsets, b, L.nnz, begin, length);
+    const std::int64_t chunks = chunks_of(length, g);
+    const std::int64_t first = L.plan[b].partials;
+    const bool narrow = D <= kWarpSize;
+    const std::int64_t col = narrow ? lane % D : tile * kWarpSize + lane;
+    const int phase = narrow ? lane / static_cast<int>(D) : 0;
+    const bool active = narrow ? phase < g.combine_phases : col < D;
+    Acc acc;
+    if (active)
+      for (std::int64_t k = phase; k < chunks && first + k < L.partial_capacity; k += g.combine_phases)
+        acc.merge(Acc::load(a.partial_value, a.partial_index, (first + k) * D + col));
+    if (narrow)
+      for (int q = 1; q < g.combine_phases; ++q) {
+        const Acc other = acc.shfl(static_cast<int>(col + q * D));
+        if (phase == 0) acc.merge(other);
+      }
+    if (narrow ? phase == 0 : active) write_result(a, b, col, acc, length);
+  }
+}
+
+template <typename T, typename OffsetT, typename Acc, int V>
+Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  // Work bounds known on the host: every row's units fit in (nnz / chunk + rows) * tiles.
+  const std::int64_t groups = (L.batch + kWarpSize - 1) / kWarpSize;
+  const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
+  unsigned blocks = 0;
+  Status s = grid_size(groups + units, kWarpsPerBlock, kBlocksPerSm, blocks);
+  if (s != Status::kSuccess) return s;
+  segment_reduce_kernel<T, OffsetT, Acc, V><<<blocks, kThreads, 0, stream>>>(a);
+  s = check_launch("segment_reduce_kernel");
+  if (s != Status::kSuccess) return s;
+  const std::int64_t combine_units = (L.nnz / g.chunk_tokens + 1) * g.combine_tiles;
+  s = grid_size(combine_units, kWarpsPerBlock, kBlocksPerSm, blocks);
+  if (s != Status::kSuccess) return s;
+  segment_combine_kernel<T, OffsetT, Acc><<<blocks, kThreads, 0, stream>>>(a);
+  return check_launch("segment_combine_kernel");
+}
+
+template <typename T, typename OffsetT, typename Acc>
+Status launch_reduce_vec(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  if (a.layout.geometry.vec == kVec) return launch_reduce<T, OffsetT, Acc, kVec>(a, stream);
+  if (a.layout.geometry.vec == 1) return launch_reduce<T, OffsetT, Acc, 1>(a, stream);
+  return fail(Status::kUnsupportedShape, "segment_reduce: no kernel for vector width " +
+                                             std::to_string(a.layout.geometry.vec));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Backward: d_in[row, c] = d_out[b, c] (sum), d_out[b, c] / length (mean), or d_out[b, c] at the arg row and 0
+// elsewhere (max, min). Same work list as the forward pass, writing instead of reading.
+
+template <typename T, typename OffsetT>
+__device__ __forceinline__ float grad_at(const SegmentReduceBackwardArgs<T, OffsetT>& a, std::int64_t at,
+                                         std::int64_t length) {
+  const float g = to_float(a.grad_out[at]);
+  return a.op == ReduceOp::kMean ? g / static_cast<float>(length) : g;
+}
+
+template <typename T, typename OffsetT, int V>
+__global__ void __launch_bounds__(kThreads)
+    segment_reduce_backward_kernel(const __grid_constant__ SegmentReduceBackwardArgs<T, OffsetT> a) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t D = g.inner;
+  const bool routed = a.op == ReduceOp::kMax || a.op == ReduceOp::kMin;
+  const std::int64_t groups = g.tiny_tokens > 0 ? (L.batch + kWarpSize - 1) / kWarpSize : 0;
+  const std::int64_t total = groups + L.plan[L.batch].units;
+  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
+    if (u < groups) {
+      const std::int64_t b = u * kWarpSize + lane_id();
+      if (b >= L.batch) continue;
+      std::int64_t begin = 0, length = 0;
+      row_extent(L.offsets, b, L.nnz, begin, length);
+      if (length == 0 || !is_tiny(length, g)) continue;
+      for (std::int64_t c = 0; c < D; ++c) {
+        const float grad = grad_at(a, b * D + c, length);
+        const std::int64_t arg = routed ? a.arg[b * D + c] : -1;
+        for (std::int64_t t = 0; t < length; ++t)
+          a.grad_in[(begin + t) * D + c] = from_float<T>(!routed || t == arg ? grad : 0.0f);
+      }
+      continue;
+    }
+    const std::int64_t unit = u - groups;
+    const std::int64_t b = find_row(L.plan, L.batch, unit, &RowWork::units);
+    const std::int64_t local = unit - L.plan[b].units;
+    const LaneSlot slot = lane_slot(g, local % g.tiles);
+    if (!slot.active) continue;
+    std::int64_t begin = 0, length = 0;
+    row_extent(L.offsets, b, L.nnz, begin, length);
+    const std::int64_t t0 = (local / g.tiles) * g.chunk_tokens;
+    const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
+    float grad[V];
+    std::int64_t arg[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const std::int64_t at = b * D + slot.vcol * V + v;
+      grad[v] = grad_at(a, at, length);
+      arg[v] = routed ? a.arg[at] : -1;
+    }
+    T* base = a.grad_in + begin * D + slot.vcol * V;
+    for (std::int64_t t = t0 + slot.phase; t < t1; t += g.phases) {
+      float x[V];
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[v] = !routed || t == arg[v] ? grad[v] : 0.0f;
+      store_floats<T, V>(base + t * D, x);
+    }
+  }
+}
+
+template <typename T, typename OffsetT, int V>
+Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStream_t stream) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const std::int64_t groups = (L.batch + kWarpSize - 1) / kWarpSize;
+  const std::int64_t units = (L.nnz / L.geometry.chunk_tokens + std::min(L.batch, L.nnz)) * L.geometry.tiles;
+  unsigned blocks = 0;
+  Status s = grid_size(groups + units, kWarpsPerBlock, kBlocksPerSm, blocks);
+  if (s != Status::kSuccess) return s;
+  segment_reduce_backward_kernel<T, OffsetT, V><<<blocks, kThreads, 0, stream>>>(a);
+  return check_launch("segment_reduce_backward_kernel");
+}
+
+}  // namespace
+
+template <typename T, typename OffsetT>
+Status launch_segment_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t stream) {
+  switch (args.op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMean: return launch_reduce_vec<T, OffsetT, SumAcc>(args, stream);
+    case ReduceOp::kMax: return launch_reduce_vec<T, OffsetT, ExtremeAcc<false>>(args, stream);
+    case ReduceOp::kMin: return launch_reduce_vec<T, OffsetT, ExtremeAcc<true>>(args, stream);
+  }
+  return fail(Status::kInvalidArgument, "segment_reduce: unknown ReduceOp " + std::to_string(static_cast<int>(args.op)));
+}
+
+template <typename T, typename OffsetT>
+Status launch_segment_reduce_backward(const SegmentReduceBackwardArgs<T, OffsetT>& args, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  if (args.layout.geometry.vec == kVec) return launch_backward<T, OffsetT, kVec>(args, stream);
+  if (args.layout.geometry.vec == 1) return launch_backward<T, OffsetT, 1>(args, stream);
+  return fail(Status::kUnsupportedShape, "segment_reduce_backward: no kernel for vector width " +
+                                             std::to_string(args.layout.geometry.vec));
+}
+
+#define RAGGED_INSTANTIATE_SEGMENT_REDUCE(T, O)                                                                   \
+  template Status launch_segment_reduce<T, O>(const SegmentReduceArgs<T, O>&, cudaStream_t);                     \
+  template Status launch_segment_reduce_backward<T, O>(const SegmentReduceBackwardArgs<T, O>&, cudaStream_t);
+
+RAGGED_INSTANTIATE_SEGMENT_REDUCE(float, std::int32_t)
+RAGGED_INSTANTIATE_SEGMENT_REDUCE(float, std::int64_t)
+RAGGED_INSTANTIATE_SEGMENT_REDUCE(__half, std::int32_t)
+RAGGED_INSTANTIATE_SEGMENT_REDUCE(__half, std::int64_t)
+RAGGED_INSTANTIATE_SEGMENT_REDUCE(__nv_bfloat16, std::int32_t)
+RAGGED_INSTANTIATE_SEGMENT_REDUCE(__nv_bfloat16, std::int64_t)
+
+}  // namespace detail
+}  // namespace ragged

@@ -1,0 +1,315 @@
+// Softmax / log-softmax over the ragged dimension, forward and backward, per inner column.
+//
+// Same work list as the reductions (segment_reduce.cu), but a unit is small enough to stay in registers: the
+// warp loads its unit once, computes the unit's statistic (max and sum of exponentials forward; sum of dy * y,
+// or of dy, backward) and, when the row is a single unit, writes the result from registers: one read and one
+// write of the data. A row of several units stores per-unit statistics, the combine kernel merges them in
+// unit order, and a second pass re-reads the row to write it.
+#include <cmath>
+
+#include "launch.cuh"
+#include "segment_common.cuh"
+#include "segment_launch.h"
+
+namespace ragged {
+namespace detail {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarpsPerBlock = kThreads / kWarpSize;
+constexpr int kBlocksPerSm = 8;
+
+__device__ __forceinline__ float nan_max(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : fmaxf(a, b); }
+
+// exp(m - reference), with an empty (all -inf) part contributing nothing.
+__device__ __forceinline__ float rescale(float m, float reference) { return m == -INFINITY ? 0.0f : expf(m - reference); }
+
+// Forward statistic: running max m and sum of exp(x - m).
+struct ForwardStat {
+  float m = -INFINITY;
+  float s = 0.0f;
+  __device__ void merge(const ForwardStat& o) {
+    const float top = nan_max(m, o.m);
+    s = s * rescale(m, top) + o.s * rescale(o.m, top);
+    m = top;
+  }
+  __device__ ForwardStat shfl(int src) const {
+    return ForwardStat{__shfl_sync(0xffffffffu, m, src), __shfl_sync(0xffffffffu, s, src)};
+  }
+};
+
+struct BackwardStat {
+  float sum = 0.0f;
+  __device__ void merge(const BackwardStat& o) { sum += o.sum; }
+  __device__ BackwardStat shfl(int src) const { return BackwardStat{__shfl_sync(0xffffffffu, sum, src)}; }
+};
+
+struct SoftmaxForward {
+  using Stat = ForwardStat;
+  static constexpr bool kBackward = false;
+  static constexpr int kFloatsPerLane = kSoftmaxFloatsPerLane;
+
+  // Two passes over a lane's items in registers: max, then the sum of exponentials.
+  template <int N, int V>
+  __device__ static Stat stat(const float (&x)[N][V], const float (&)[N][V], const bool (&valid)[N], int v) {
+    Stat st;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (valid[i]) st.m = nan_max(st.m, x[i][v]);
+    if (st.m != -INFINITY) {
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        if (valid[i]) st.s += expf(x[i][v] - st.m);
+    }
+    return st;
+  }
+  // One element at a time (tiny rows): the online update.
+  __device__ static void add(Stat& st, float x, float) { st.merge(Stat{x, x == -INFINITY ? 0.0f : 1.0f}); }
+  __device__ static float apply(const Stat& st, float x, float, bool log) {
+    return log ? x - st.m - logf(st.s) : expf(x - st.m) / st.s;
+  }
+  __device__ static void store(const Stat& st, float* a, float* b, std::int64_t at) {
+    a[at] = st.m;
+    b[at] = st.s;
+  }
+  __device__ static Stat load(const float* a, const float* b, std::int64_t at) { return Stat{a[at], b[at]}; }
+};
+
+// x holds y (the forward output), dy the incoming gradient.
+struct SoftmaxBackward {
+  using Stat = BackwardStat;
+  static constexpr bool kBackward = true;
+  static constexpr int kFloatsPerLane = kSoftmaxBackwardFloatsPerLane;
+
+  template <int N, int V>
+  __device__ static Stat stat(const float (&y)[N][V], const float (&dy)[N][V], const bool (&valid)[N], int v,
+                              bool log) {
+    Stat st;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (valid[i]) st.sum += log ? dy[i][v] : dy[i][v] * y[i][v];
+    return st;
+  }
+  __device__ static void add(Stat& st, float y, float dy, bool log) { st.sum += log ? dy : dy * y; }
+  __device__ static float apply(const Stat& st, float y, float dy, bool log) {
+    return log ? dy - expf(y) * st.sum : y * (dy - st.sum);
+  }
+  __device__ static void store(const Stat& st, float* a, float*, std::int64_t at) { a[at] = st.sum; }
+  __device__ static Stat load(const float* a, const float*, std::int64_t at) { return Stat{a[at]}; }
+};
+
+// Uniform calls over the two ops (the forward stat ignores `log`).
+template <typename Op, int N, int V>
+__device__ __forceinline__ typename Op::Stat unit_stat(const float (&x)[N][V], const float (&dy)[N][V],
+                                                       const bool (&valid)[N], int v, bool log) {
+  if constexpr (Op::kBackward) return Op::template stat<N, V>(x, dy, valid, v, log);
+  else return Op::template stat<N, V>(x, dy, valid, v);
+}
+template <typename Op>
+__device__ __forceinline__ void add_one(typename Op::Stat& st, float x, float dy, bool log) {
+  if constexpr (Op::kBackward) Op::add(st, x, dy, log);
+  else Op::add(st, x, dy);
+}
+
+
+// Tiny rows: one lane per row, three short passes over the row (statistic, then write).
+template <typename Op, typename T, typename OffsetT>
+__device__ void normalize_tiny_rows(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t group) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const std::int64_t D = L.geometry.inner;
+  const std::int64_t b = group * kWarpSize + lane_id();
+  if (b >= L.batch) return;
+  std::int64_t begin = 0, length = 0;
+  row_extent(L.offsets, b, L.nnz, begin, length);
+  if (length == 0 || !is_tiny(length, L.geometry)) return;
+  for (std::int64_t c = 0; c < D; ++c) {
+    typename Op::Stat st;
+    for (std::int64_t t = 0; t < length; ++t) {
+      const std::int64_t at = (begin + t) * D + c;
+      add_one<Op>(st, to_float(a.x[at]), Op::kBackward ? to_float(a.dy[at]) : 0.0f, a.log);
+    }
+    for (std::int64_t t = 0; t < length; ++t) {
+      const std::int64_t at = (begin + t) * D + c;
+      a.out[at] = from_float<T>(Op::apply(st, to_float(a.x[at]), Op::kBackward ? to_float(a.dy[at]) : 0.0f, a.log));
+    }
+  }
+}
+
+// One unit. First pass: statistic, and the output too when the row is this single unit. Second pass
+// (rows of several units): the output from the row's merged statistic.
+template <typename Op, typename T, typename OffsetT, int V>
+__device__ void normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t u, bool second_pass) {
+  constexpr int N = Op::kFloatsPerLane / V;
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t D = g.inner;
+  const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::units);
+  const std::int64_t local = u - L.plan[b].units;
+  const std::int64_t chunk = local / g.tiles;
+  const LaneSlot slot = lane_slot(g, local % g.tiles);
+  std::int64_t begin = 0, length = 0;
+  row_extent(L.offsets, b, L.nnz, begin, length);
+  const bool single = chunks_of(length, g) == 1;
+  if (second_pass && single) return;  // warp-uniform: the whole warp works on row b
+  const std::int64_t t0 = chunk * g.chunk_tokens;
+  const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
+  const std::int64_t first_partial = L.plan[b].partials;
+
+  float x[N][V];
+  float dy[N][V];
+  bool valid[N];
+  const std::int64_t lane_offset = begin * D + slot.vcol * V;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const std::int64_t t = t0 + slot.phase + static_cast<std::int64_t>(i) * g.phases;
+    valid[i] = slot.active && t < t1;
+    if (valid[i]) {
+      load_floats<T, V>(a.x + lane_offset + t * D, x[i]);
+      if constexpr (Op::kBackward) load_floats<T, V>(a.dy + lane_offset + t * D, dy[i]);
+    }
+  }
+
+  typename Op::Stat st[V];
+  if (second_pass) {
+    if (first_partial >= L.partial_capacity) return;  // only with malformed offsets
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      if (slot.active) st[v] = Op::load(a.partial_a, a.partial_b, first_partial * D + slot.vcol * V + v);
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v) st[v] = unit_stat<Op, N, V>(x, dy, valid, v, a.log);
+    if (g.narrow) {
+      // Phase 0 gathers the other phases in a fixed order, then hands the result back to them.
+      for (int q = 1; q < g.phases; ++q) {
+        const int src = static_cast<int>(slot.vcol + q * g.vcols);
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          const typename Op::Stat other = st[v].shfl(src);
+          if (slot.phase == 0) st[v].merge(other);
+        }
+      }
+#pragma unroll
+      for (int v = 0; v < V; ++v) st[v] = st[v].shfl(static_cast<int>(slot.vcol));
+    }
+    if (!single) {
+      const std::int64_t partial = first_partial + chunk;
+      const bool holder = g.narrow ? slot.phase == 0 : slot.active;
+      if (holder && partial < L.partial_capacity) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) Op::store(st[v], a.partial_a, a.partial_b, partial * D + slot.vcol * V + v);
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    if (!valid[i]) continue;
+    const std::int64_t t = t0 + slot.phase + static_cast<std::int64_t>(i) * g.phases;
+    float y[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) y[v] = Op::apply(st[v], x[i][v], Op::kBackward ? dy[i][v] : 0.0f, a.log);
+    store_floats<T, V>(a.out + lane_offset + t * D, y);
+  }
+}
+
+template <typename Op, typename T, typename OffsetT, int V>
+__global__ void __launch_bounds__(kThreads) segment_softmax_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const std::int64_t groups = L.geometry.tiny_tokens > 0 ? (L.batch + kWarpSize - 1) / kWarpSize : 0;
+  const std::int64_t total = groups + L.plan[L.batch].units;
+  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
+    if (u < groups) normalize_tiny_rows<Op>(a, u);
+    else normalize_unit<Op, T, OffsetT, V>(a, u - groups, false);
+  }
+}
+
+template <typename Op, typename T, typename OffsetT, int V>
+__global__ void __launch_bounds__(kThreads) segment_softmax_second_pass_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const std::int64_t total = L.plan[L.batch].units;
+  for (std::int64_t u = global_warp(); u < total; u += total_warps()) normalize_unit<Op, T, OffsetT, V>(a, u, true);
+}
+
+// Merges the per-unit statistics of each multi-unit row in unit order and leaves the result in the row's first
+// partial slot (only the lane that reads slot 0 of a column writes it).
+template <typename Op, typename T, typename OffsetT>
+__global__ void __launch_bounds__(kThreads) segment_softmax_combine_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t D = g.inner;
+  const std::int64_t total = L.plan[L.batch].combine_units;
+  const int lane = lane_id();
+  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
+    const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::combine_units);
+    const std::int64_t tile = u - L.plan[b].combine_units;
+    std::int64_t begin = 0, length = 0;
+    row_extent(L.offsets, b, L.nnz, begin, length);
+    const std::int64_t chunks = chunks_of(length, g);
+    const std::int64_t first = L.plan[b].partials;
+    const bool narrow = D <= kWarpSize;
+    const std::int64_t col = narrow ? lane % D : tile * kWarpSize + lane;
+    const int phase = narrow ? lane / static_cast<int>(D) : 0;
+    const bool active = narrow ? phase < g.combine_phases : col < D;
+    typename Op::Stat st;
+    if (active)
+      for (std::int64_t k = phase; k < chunks && first + k < L.partial_capacity; k += g.combine_phases)
+        st.merge(Op::load(a.partial_a, a.partial_b, (first + k) * D + col));
+    if (narrow)
+      for (int q = 1; q < g.combine_phases; ++q) {
+        const typename Op::Stat other = st.shfl(static_cast<int>(col + q * D));
+        if (phase == 0) st.merge(other);
+      }
+    if ((narrow ? phase == 0 : active) && first < L.partial_capacity) Op::store(st, a.partial_a, a.partial_b, first * D + col);
+  }
+}
+
+template <typename Op, typename T, typename OffsetT, int V>
+Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stream) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  if (g.chunk_tokens != static_cast<std::int64_t>(g.phases) * (Op::kFloatsPerLane / V))
+    return fail(Status::kInvalidArgument, "segment_softmax: geometry does not match the kernel's register tile");
+  const std::int64_t groups = (L.batch + kWarpSize - 1) / kWarpSize;
+  const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
+  unsigned blocks = 0;
+  Status s = grid_size(groups + units, kWarpsPerBlock, kBlocksPerSm, blocks);
+  if (s != Status::kSuccess) return s;
+  segment_softmax_kernel<Op, T, OffsetT, V><<<blocks, kThreads, 0, stream>>>(a);
+  if ((s = check_launch("segment_softmax_kernel")) != Status::kSuccess) return s;
+  const std::int64_t combine_units = (L.nnz / g.chunk_tokens + 1) * g.combine_tiles;
+  if ((s = grid_size(combine_units, kWarpsPerBlock, kBlocksPerSm, blocks)) != Status::kSuccess) return s;
+  segment_softmax_combine_kernel<Op, T, OffsetT><<<blocks, kThreads, 0, stream>>>(a);
+  if ((s = check_launch("segment_softmax_combine_kernel")) != Status::kSuccess) return s;
+  if ((s = grid_size(units, kWarpsPerBlock, kBlocksPerSm, blocks)) != Status::kSuccess) return s;
+  segment_softmax_second_pass_kernel<Op, T, OffsetT, V><<<blocks, kThreads, 0, stream>>>(a);
+  return check_launch("segment_softmax_second_pass_kernel");
+}
+
+template <typename Op, typename T, typename OffsetT>
+Status launch_softmax_vec(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  if (a.layout.geometry.vec == kVec) return launch_softmax<Op, T, OffsetT, kVec>(a, stream);
+  if (a.layout.geometry.vec == 1) return launch_softmax<Op, T, OffsetT, 1>(a, stream);
+  return fail(Status::kUnsupportedShape,
+              "segment_softmax: no kernel for vector width " + std::to_string(a.layout.geometry.vec));
+}
+
+}  // namespace
+
+template <typename T, typename OffsetT>
+Status launch_segment_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t stream) {
+  return args.backward ? launch_softmax_vec<SoftmaxBackward>(args, stream)
+                       : launch_softmax_vec<SoftmaxForward>(args, stream);
+}
+
+template Status launch_segment_softmax<float, std::int32_t>(const SegmentSoftmaxArgs<float, std::int32_t>&, cudaStream_t);
+template Status launch_segment_softmax<float, std::int64_t>(const SegmentSoftmaxArgs<float, std::int64_t>&, cudaStream_t);
+template Status launch_segment_softmax<__half, std::int32_t>(const SegmentSoftmaxArgs<__half, std::int32_t>&, cudaStream_t);
+template Status launch_segment_softmax<__half, std::int64_t>(const SegmentSoftmaxArgs<__half, std::int64_t>&, cudaStream_t);
+template Status launch_segment_softmax<__nv_bfloat16, std::int32_t>(const SegmentSoftmaxArgs<__nv_bfloat16, std::int32_t>&,
+                                                                     cudaStream_t);
+template Status launch_segment_softmax<__nv_bfloat16, std::int64_t>(const SegmentSoftmaxArgs<__nv_bfloat16, std::int64_t>&,
+                                                                     cudaStream_t);
+
+}  // namespace detail
+}  // namespace ragged

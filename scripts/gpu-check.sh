@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Full check on a GPU machine: configure + build, ctest, every GPU test under compute-sanitizer (memcheck,
+# racecheck, initcheck, synccheck), the device description, and the benchmarks. Run from the repository root:
+#
+#   scripts/gpu-check.sh OUTDIR
+#
+# Writes (seven files, so that a device run's $OUT brings every one back):
+#   OUTDIR/summary.md       pass/fail table, one row per step and per sanitizer tool x test, with exit codes
+#   OUTDIR/build.log        cmake configure + ninja build
+#   OUTDIR/ctest.log        ctest --output-on-failure
+#   OUTDIR/sanitizers.log   every compute-sanitizer run, one section per tool x test
+#   OUTDIR/device.txt       nvidia-smi -q, nvcc --version, cmake --version, the commit
+#   OUTDIR/bench.json       Google Benchmark JSON (--benchmark_out)
+#   OUTDIR/bench.log        the benchmark console output
+# Every step runs even when an earlier one failed (the build keeps going past a broken file; only a failed
+# configure stops the check); the exit code is non-zero if any step failed. Results are meant to be committed under docs/results/<date>-<gpu>-<commit>/
+# (summary.md names that folder).
+#
+# Environment:
+#   RAGGED_CUDA_ARCHS          CMAKE_CUDA_ARCHITECTURES (default: native)
+#   RAGGED_BUILD_DIR           build folder (default: build)
+#   RAGGED_SANITIZER_FILTER    Catch2 test spec passed to the GPU tests under the sanitizers (default: all)
+#   RAGGED_SANITIZER_TOOLS     tools to run (default: "memcheck racecheck initcheck synccheck")
+#   RAGGED_SANITIZER_JOBS      sanitizer runs at once (default: 4; they are mostly CPU-bound)
+#   RAGGED_SANITIZER_TIMEOUT   seconds per sanitizer run (default: 150; a timeout counts as a failure)
+#   RAGGED_BENCH_TIMEOUT       seconds for the benchmark program (default: 240)
+#   RAGGED_BENCH_ARGS          extra arguments for ragged_bench (e.g. --benchmark_filter=convert)
+#   RAGGED_SKIP_BENCH=1        skip the benchmarks
+# A .deps/usr folder (from shared/gpu-deps.sh) is added to CMAKE_PREFIX_PATH when present.
+set -euo pipefail
+
+if [ $# -ne 1 ]; then
+  echo "usage: $0 OUTDIR" >&2
+  exit 2
+fi
+mkdir -p "$1"
+out=$(cd "$1" && pwd)
+build=${RAGGED_BUILD_DIR:-build}
+archs=${RAGGED_CUDA_ARCHS:-native}
+tools=${RAGGED_SANITIZER_TOOLS:-memcheck racecheck initcheck synccheck}
+jobs=${RAGGED_SANITIZER_JOBS:-4}
+sanitizer_timeout=${RAGGED_SANITIZER_TIMEOUT:-150}
+bench_timeout=${RAGGED_BENCH_TIMEOUT:-240}
+filter=${RAGGED_SANITIZER_FILTER:-}
+start_time=$(date +%s)
+
+# The CUDA tools may not be on PATH on a bare machine.
+for dir in "${CUDA_HOME:-}/bin" /usr/local/cuda/bin; do
+  if [ -d "$dir" ] && [[ ":$PATH:" != *":$dir:"* ]]; then PATH="$PATH:$dir"; fi
+done
+export PATH
+
+rows=()        # summary table rows
+failures=0
+record() {     # record STEP RESULT RC LOG
+  rows+=("| $1 | $2 | $3 | $4 |")
+  printf '%-48s %-6s rc=%s\n' "$1" "$2" "$3"
+  if [ "$2" != "pass" ]; then failures=$((failures + 1)); fi
+}
+verdict() { if [ "$1" -eq 0 ]; then echo pass; else echo FAIL; fi; }
+
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo uncommitted)
+if [ -n "$(git status --porcelain 2>/dev/null || true)" ]; then commit="$commit-dirty"; fi
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)
+gpu_name=${gpu_name:-unknown-gpu}
+gpu_slug=$(echo "$gpu_name" | tr '[:upper:]' '[:lower:]' | sed -e 's/^nvidia //' -e 's/[^a-z0-9]\+/-/g' -e 's/-$//')
+
+# ---- device description --------------------------------------------------------------------------------
+{
+  echo "# commit: $commit"
+  echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo; echo "## nvcc --version"; nvcc --version 2>&1 || echo "nvcc not found"
+  echo; echo "## cmake --version"; cmake --version 2>&1 | head -n 1 || true
+  echo; echo "## compute-sanitizer --version"; compute-sanitizer --version 2>&1 || echo "compute-sanitizer not found"
+  echo; echo "## nvidia-smi -q"; nvidia-smi -q 2>&1 || echo "nvidia-smi failed"
+} >"$out/device.txt"
+
+# ---- configure + build ------------------------------------------------------------------------------------
+configure=(cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CUDA_ARCHITECTURES=$archs")
+if [ -d .deps/usr ]; then configure+=("-DCMAKE_PREFIX_PATH=$PWD/.deps/usr"); fi
+configure_rc=0
+"${configure[@]}" >"$out/build.log" 2>&1 || configure_rc=$?
+record "configure" "$(verdict $configure_rc)" "$configure_rc" "build.log"
+if [ "$configure_rc" -eq 0 ]; then
+  # -k 0: build every target that can be built, so that one broken file leaves the rest checkable.
+  build_rc=0
+  ninja -C "$build" -k 0 -j "$(nproc)" >>"$out/build.log" 2>&1 || build_rc=$?
+  record "build" "$(verdict $build_rc)" "$build_rc" "build.log"
+  # ---- ctest ----------------------------------------------------------------------------------------------
+  ctest_rc=0
+  ctest --test-dir "$build" --output-on-failure -j 4 >"$out/ctest.log" 2>&1 || ctest_rc=$?
+  ctest_line=$(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1 || true)
+  record "ctest${ctest_line:+ ($ctest_line)}" "$(verdict $ctest_rc)" "$ctest_rc" "ctest.log"
+
+  # ---- GPU tests under compute-sanitizer ------------------------------------------------------------------
+  : >"$out/sanitizers.log"
+  mapfile -t gpu_tests < <(find "$build/tests" -maxdepth 1 -type f -name 'gpu_test_*' -perm -u+x | sort)
+  if ! command -v compute-sanitizer >/dev/null 2>&1; then
+    record "compute-sanitizer" "FAIL" "127" "not found on PATH or in /usr/local/cuda/bin"
+  elif [ ${#gpu_tests[@]} -eq 0 ]; then
+    record "compute-sanitizer" "FAIL" "-" "no $build/tests/gpu_test_* executables"
+  else
+    runs=$(mktemp -d)
+    sanitize() {  # sanitize TOOL TEST -> $runs/TOOL.TEST.{log,rc}
+      local tool=$1 test=$2 rc=0 name
+      name=$(basename "$test")
+      local args=(--rng-seed time)
+      if [ -n "$filter" ]; then args+=("$filter"); fi
+      timeout "$sanitizer_timeout" compute-sanitizer --tool "$tool" --error-exitcode 86 --print-limit 50 \
+        "$test" "${args[@]}" >"$runs/$tool.$name.log" 2>&1 || rc=$?
+      echo "$rc" >"$runs/$tool.$name.rc"
+    }
+    running=0
+    for tool in $tools; do
+      for test in "${gpu_tests[@]}"; do
+        sanitize "$tool" "$test" &
+        running=$((running + 1))
+        if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+      done
+    done
+    wait || true
+    for tool in $tools; do
+      for test in "${gpu_tests[@]}"; do
+        name=$(basename "$test")
+        rc=$(cat "$runs/$tool.$name.rc" 2>/dev/null || echo missing)
+        note=""
+        case "$rc" in
+          0) ;;
+          86) note=" (sanitizer errors)" ;;
+          124) note=" (timed out after ${sanitizer_timeout}s)" ;;
+          *) note=" (test failed)" ;;
+        esac
+        {
+          echo "=============================================================================================="
+          echo "== $tool $name${filter:+ [filter: $filter]} -> rc=$rc$note"
+          echo "=============================================================================================="
+          # Keep the log bounded: a repeated hazard can print for pages.
+          head -c 2000000 "$runs/$tool.$name.log" 2>/dev/null || true
+          echo
+        } >>"$out/sanitizers.log"
+        if [ "$rc" = "0" ]; then
+          record "$tool $name" pass 0 "sanitizers.log"
+        else
+          record "$tool $name$note" FAIL "$rc" "sanitizers.log"
+        fi
+      done
+    done
+    rm -rf "$runs"
+  fi
+
+  # ---- benchmarks -----------------------------------------------------------------------------------------
+  if [ "${RAGGED_SKIP_BENCH:-0}" != "1" ] && [ ! -x "$build/bench/ragged_bench" ]; then
+    record "benchmarks" FAIL "-" "$build/bench/ragged_bench was not built"
+  elif [ "${RAGGED_SKIP_BENCH:-0}" != "1" ]; then
+    bench_rc=0
+    # shellcheck disable=SC2086  # RAGGED_BENCH_ARGS is a list of arguments
+    timeout "$bench_timeout" "$build/bench/ragged_bench" --benchmark_out="$out/bench.json" \
+      --benchmark_out_format=json ${RAGGED_BENCH_ARGS:-} >"$out/bench.log" 2>&1 || bench_rc=$?
+    errors=$(grep -c '"error_occurred": true' "$out/bench.json" 2>/dev/null || true)
+    what="benchmarks (${errors:-0} with errors)"
+    if [ "${errors:-0}" -gt 0 ] && [ "$bench_rc" -eq 0 ]; then bench_rc=1; fi
+    # On a GPU machine the GPU suites must have run.
+    if grep -q "No CUDA device found" "$out/bench.log"; then
+      what="benchmarks (no CUDA device: GPU suites skipped)"
+      if [ "$bench_rc" -eq 0 ]; then bench_rc=1; fi
+    fi
+    record "$what" "$(verdict "$bench_rc")" "$bench_rc" "bench.json, bench.log"
+  fi
+fi
+
+# ---- summary --------------------------------------------------------------------------------------------
+elapsed=$(($(date +%s) - start_time))
+{
+  echo "# ragged GPU check"
+  echo
+  echo "- commit: \`$commit\`"
+  echo "- GPU: $gpu_name"
+  echo "- date: $(date -u +%Y-%m-%d) (UTC), took ${elapsed}s"
+  echo "- CUDA architectures: $archs; sanitizer filter: ${filter:-all tests}"
+  echo "- results folder: \`docs/results/$(date -u +%Y-%m-%d)-$gpu_slug-${commit%-dirty}/\`"
+  echo "- verdict: $([ "$failures" -eq 0 ] && echo "all passed" || echo "$failures step(s) failed")"
+  echo
+  echo "| step | result | exit code | log |"
+  echo "| --- | --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+} >"$out/summary.md"
+echo "summary: $out/summary.md (${elapsed}s, $failures failure(s))"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,234 @@
+// Public segment reduction / softmax API: argument checks, geometry, workspace layout and dispatch.
+#include "ragged/segment_reduce.h"
+
+#include <string>
+
+#include "segment_launch.h"
+#include "validate.h"
+#include "workspace_layout.h"
+
+namespace ragged {
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kMean: return "mean";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kMin: return "min";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using detail::RowWork;
+using detail::SegmentGeometry;
+using detail::SegmentLayout;
+
+template <typename T, typename OffsetT>
+Status check_ragged(const RaggedView<const T, OffsetT>& v, bool needs_values, const char* op) {
+  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(v.batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(v.nnz, "nnz"));
+  if (v.inner < 1)
+    return fail(Status::kUnsupportedShape, std::string(op) + ": inner size " + std::to_string(v.inner) +
+                                               " must be at least 1");
+  RAGGED_RETURN_IF_ERROR(detail::check_product(v.nnz, v.inner, 1, sizeof(T), "values"));
+  RAGGED_RETURN_IF_ERROR(detail::check_product(v.batch, v.inner, 1, sizeof(std::int64_t), "output"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(v.offsets, v.batch + 1, "offsets"));
+  if (needs_values) RAGGED_RETURN_IF_ERROR(detail::check_pointer(v.values, v.nnz * v.inner, "values"));
+  return Status::kSuccess;
+}
+
+// The plan, CUB's scan storage and the partials, carved from one workspace. Query and run share this code.
+struct SegmentScratch {
+  RowWork* plan = nullptr;
+  void* cub = nullptr;
+  std::size_t cub_bytes = 0;
+  float* partial_a = nullptr;
+  void* partial_b = nullptr;
+  std::int64_t capacity = 0;
+};
+
+template <typename OffsetT>
+Status carve_scratch(detail::WorkspaceLayout& layout, const OffsetT* offsets, std::int64_t batch, std::int64_t nnz,
+                     const SegmentGeometry& g, std::size_t partial_b_elem_bytes, SegmentScratch& scratch) {
+  scratch.plan = layout.take_array<RowWork>(batch + 1);
+  RAGGED_RETURN_IF_ERROR(
+      detail::launch_segment_plan<OffsetT>(nullptr, scratch.cub_bytes, offsets, batch, nnz, g, nullptr, nullptr));
+  scratch.cub = layout.take(scratch.cub_bytes);
+  scratch.capacity = detail::max_partial_chunks(nnz, g);
+  scratch.partial_a = layout.take_array<float>(scratch.capacity * g.inner);
+  if (partial_b_elem_bytes > 0)
+    scratch.partial_b = layout.take(static_cast<std::size_t>(scratch.capacity * g.inner) * partial_b_elem_bytes);
+  return Status::kSuccess;
+}
+
+// Query phase: report the size. Run phase: check the caller's size and build the plan.
+template <typename OffsetT>
+Status prepare(void* d_workspace, std::size_t& workspace_bytes, const detail::WorkspaceLayout& layout,
+               SegmentScratch& scratch, const OffsetT* offsets, std::int64_t batch, std::int64_t nnz,
+               const SegmentGeometry& g, const char* op, cudaStream_t stream, SegmentLayout<OffsetT>& out) {
+  if (d_workspace == nullptr) {
+    workspace_bytes = layout.size();
+    return Status::kSuccess;
+  }
+  if (workspace_bytes < layout.size())
+    return fail(Status::kWorkspaceTooSmall, std::string(op) + " needs " + std::to_string(layout.size()) +
+                                                " workspace bytes, got " + std::to_string(workspace_bytes));
+  RAGGED_RETURN_IF_ERROR(detail::launch_segment_plan<OffsetT>(scratch.cub, scratch.cub_bytes, offsets, batch, nnz, g,
+                                                              scratch.plan, stream));
+  out.offsets = offsets;
+  out.batch = batch;
+  out.nnz = nnz;
+  out.geometry = g;
+  out.plan = scratch.plan;
+  out.partial_capacity = scratch.capacity;
+  return Status::kSuccess;
+}
+
+SegmentGeometry reduce_geometry(std::int64_t inner, std::size_t elem_size, const void* values) {
+  const int vec = detail::segment_vector_width(inner, elem_size, values);
+  return detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec);
+}
+
+SegmentGeometry softmax_geometry(std::int64_t inner, std::size_t elem_size, const void* values, bool backward,
+                                 const void* second = nullptr, const void* out = nullptr) {
+  int vec = detail::segment_vector_width(inner, elem_size, values);
+  // Every array the unit touches with vectors must be aligned like the first.
+  if (vec > 1 && ((second != nullptr && detail::segment_vector_width(inner, elem_size, second) != vec) ||
+                  (out != nullptr && detail::segment_vector_width(inner, elem_size, out) != vec)))
+    vec = 1;
+  const int floats = backward ? detail::kSoftmaxBackwardFloatsPerLane : detail::kSoftmaxFloatsPerLane;
+  return detail::make_segment_geometry(inner, vec, floats / vec);
+}
+
+bool is_valid_op(ReduceOp op) { return op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kMax || op == ReduceOp::kMin; }
+bool is_extreme(ReduceOp op) { return op == ReduceOp::kMax || op == ReduceOp::kMin; }
+
+}  // namespace
+
+template <typename T, typename OffsetT>
+Status segment_reduce(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> src,
+                      ReduceOp op, T* d_out, std::int64_t* d_arg, float empty_value, cudaStream_t stream) {
+  if (!is_valid_op(op))
+    return fail(Status::kInvalidArgument, "segment_reduce: unknown ReduceOp " + std::to_string(static_cast<int>(op)));
+  RAGGED_RETURN_IF_ERROR(check_ragged(src, true, "segment_reduce"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_out, src.batch * src.inner, "out"));
+  if (d_arg != nullptr && !is_extreme(op))
+    return fail(Status::kInvalidArgument,
+                std::string("segment_reduce: arg output given for ") + reduce_op_name(op) + "; only max and min have one");
+
+  // Vector loads need the values aligned; the (small) outputs are written one element at a time.
+  const SegmentGeometry g = reduce_geometry(src.inner, sizeof(T), src.values);
+  detail::WorkspaceLayout layout(d_workspace);
+  SegmentScratch scratch;
+  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, src.offsets, src.batch, src.nnz, g,
+                                       is_extreme(op) ? sizeof(std::int64_t) : 0, scratch));
+  detail::SegmentReduceArgs<T, OffsetT> args;
+  RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, src.offsets, src.batch, src.nnz, g,
+                                 "segment_reduce", stream, args.layout));
+  if (d_workspace == nullptr || src.batch == 0) return Status::kSuccess;
+  args.values = src.values;
+  args.op = op;
+  args.out = d_out;
+  args.arg = d_arg;
+  args.empty_value = empty_value;
+  args.partial_value = scratch.partial_a;
+  args.partial_index = static_cast<std::int64_t*>(scratch.partial_b);
+  return detail::launch_segment_reduce(args, stream);
+}
+
+template <typename T, typename OffsetT>
+Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> shape,
+                               ReduceOp op, const T* d_grad_out, const std::int64_t* d_arg, T* d_grad_in,
+                               cudaStream_t stream) {
+  if (!is_valid_op(op))
+    return fail(Status::kInvalidArgument,
+                "segment_reduce_backward: unknown ReduceOp " + std::to_string(static_cast<int>(op)));
+  RAGGED_RETURN_IF_ERROR(check_ragged(shape, false, "segment_reduce_backward"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_out, shape.batch * shape.inner, "grad_out"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_in, shape.nnz * shape.inner, "grad_in"));
+  if (is_extreme(op)) RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_arg, shape.batch * shape.inner, "arg"));
+
+  const SegmentGeometry g = reduce_geometry(shape.inner, sizeof(T), d_grad_in);
+  detail::WorkspaceLayout layout(d_workspace);
+  SegmentScratch scratch;
+  scratch.plan = layout.take_array<RowWork>(shape.batch + 1);
+  RAGGED_RETURN_IF_ERROR(detail::launch_segment_plan<OffsetT>(nullptr, scratch.cub_bytes, shape.offsets, shape.batch,
+                                                              shape.nnz, g, nullptr, nullptr));
+  scratch.cub = layout.take(scratch.cub_bytes);
+  detail::SegmentReduceBackwardArgs<T, OffsetT> args;
+  RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, shape.offsets, shape.batch, shape.nnz,
+                                 g, "segment_reduce_backward", stream, args.layout));
+  if (d_workspace == nullptr || shape.batch == 0) return Status::kSuccess;
+  args.op = op;
+  args.grad_out = d_grad_out;
+  args.arg = d_arg;
+  args.grad_in = d_grad_in;
+  return detail::launch_segment_reduce_backward(args, stream);
+}
+
+template <typename T, typename OffsetT>
+Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> src, bool log,
+                       T* d_out, cudaStream_t stream) {
+  RAGGED_RETURN_IF_ERROR(check_ragged(src, true, "segment_softmax"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_out, src.nnz * src.inner, "out"));
+  const SegmentGeometry g = softmax_geometry(src.inner, sizeof(T), src.values, false, nullptr, d_out);
+  detail::WorkspaceLayout layout(d_workspace);
+  SegmentScratch scratch;
+  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, src.offsets, src.batch, src.nnz, g, sizeof(float), scratch));
+  detail::SegmentSoftmaxArgs<T, OffsetT> args;
+  RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, src.offsets, src.batch, src.nnz, g,
+                                 "segment_softmax", stream, args.layout));
+  if (d_workspace == nullptr || src.batch == 0) return Status::kSuccess;
+  args.log = log;
+  args.backward = false;
+  args.x = src.values;
+  args.out = d_out;
+  args.partial_a = scratch.partial_a;
+  args.partial_b = static_cast<float*>(scratch.partial_b);
+  return detail::launch_segment_softmax(args, stream);
+}
+
+template <typename T, typename OffsetT>
+Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> shape,
+                                bool log, const T* d_out, const T* d_grad_out, T* d_grad_in, cudaStream_t stream) {
+  RAGGED_RETURN_IF_ERROR(check_ragged(shape, false, "segment_softmax_backward"));
+  const std::int64_t count = shape.nnz * shape.inner;
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_out, count, "out"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_out, count, "grad_out"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_in, count, "grad_in"));
+  const SegmentGeometry g = softmax_geometry(shape.inner, sizeof(T), d_out, true, d_grad_out, d_grad_in);
+  detail::WorkspaceLayout layout(d_workspace);
+  SegmentScratch scratch;
+  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, shape.offsets, shape.batch, shape.nnz, g, 0, scratch));
+  detail::SegmentSoftmaxArgs<T, OffsetT> args;
+  RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, shape.offsets, shape.batch, shape.nnz,
+                                 g, "segment_softmax_backward", stream, args.layout));
+  if (d_workspace == nullptr || shape.batch == 0) return Status::kSuccess;
+  args.log = log;
+  args.backward = true;
+  args.x = d_out;
+  args.dy = d_grad_out;
+  args.out = d_grad_in;
+  args.partial_a = scratch.partial_a;
+  return detail::launch_segment_softmax(args, stream);
+}
+
+#define RAGGED_INSTANTIATE_SEGMENT(T, O)                                                                          \
+  template Status segment_reduce<T, O>(void*, std::size_t&, RaggedView<const T, O>, ReduceOp, T*, std::int64_t*,  \
+                                       float, cudaStream_t);                                                      \
+  template Status segment_reduce_backward<T, O>(void*, std::size_t&, RaggedView<const T, O>, ReduceOp, const T*,  \
+                                                const std::int64_t*, T*, cudaStream_t);                           \
+  template Status segment_softmax<T, O>(void*, std::size_t&, RaggedView<const T, O>, bool, T*, cudaStream_t);    \
+  template Status segment_softmax_backward<T, O>(void*, std::size_t&, RaggedView<const T, O>, bool, const T*,     \
+                                                 const T*, T*, cudaStream_t);
+
+RAGGED_INSTANTIATE_SEGMENT(float, std::int32_t)
+RAGGED_INSTANTIATE_SEGMENT(float, std::int64_t)
+RAGGED_INSTANTIATE_SEGMENT(half, std::int32_t)
+RAGGED_INSTANTIATE_SEGMENT(half, std::int64_t)
+RAGGED_INSTANTIATE_SEGMENT(bfloat16, std::int32_t)
+RAGGED_INSTANTIATE_SEGMENT(bfloat16, std::int64_t)
+
+}  // namespace ragged

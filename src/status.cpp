@@ -1,0 +1,52 @@
+// Status names, the thread-local last-error message and the CUDA error bridge.
+#include "ragged/status.h"
+
+#include <cstdio>
+
+#include "ragged/check.h"
+
+namespace ragged {
+namespace {
+thread_local std::string g_last_error;
+}
+
+const char* status_string(Status status) {
+  switch (status) {
+    case Status::kSuccess: return "success";
+    case Status::kInvalidArgument: return "invalid argument";
+    case Status::kNullPointer: return "null pointer";
+    case Status::kInvalidOffsets: return "invalid offsets";
+    case Status::kNegativeLength: return "negative length";
+    case Status::kSizeOverflow: return "size overflow";
+    case Status::kUnsupportedDType: return "unsupported dtype";
+    case Status::kUnsupportedShape: return "unsupported shape";
+    case Status::kWorkspaceTooSmall: return "workspace too small";
+    case Status::kCudaError: return "CUDA error";
+    case Status::kNoDevice: return "no CUDA device";
+  }
+  return "unknown status";
+}
+
+const char* last_error_message() { return g_last_error.c_str(); }
+
+Status fail(Status status, const std::string& message) {
+  g_last_error = message;
+  return status;
+}
+
+Status from_cuda(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return Status::kSuccess;
+  return fail(Status::kCudaError, std::string(what) + ": " + cudaGetErrorName(error) + " (" +
+                                      cudaGetErrorString(error) + ")");
+}
+
+void throw_if_error(Status status) {
+  if (status != Status::kSuccess) throw Error(status, last_error_message());
+}
+
+std::string describe(const CheckResult& result, const char* what) {
+  if (result.ok()) return "ok";
+  return std::string(status_string(result.status())) + " at " + what + "[" + std::to_string(result.index()) + "]";
+}
+
+}  // namespace ragged

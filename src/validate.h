@@ -1,0 +1,52 @@
+// Internal argument checks shared by the public entry points. Each returns kSuccess or fails with a message
+// that names the argument.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "ragged/status.h"
+
+namespace ragged {
+namespace detail {
+
+// A pointer must be non-null when it must hold `count` > 0 elements.
+inline Status check_pointer(const void* ptr, std::int64_t count, const char* name) {
+  if (ptr == nullptr && count > 0)
+    return fail(Status::kNullPointer, std::string(name) + " is null but must hold " + std::to_string(count) +
+                                          " elements");
+  return Status::kSuccess;
+}
+
+inline Status check_non_negative(std::int64_t value, const char* name) {
+  if (value < 0)
+    return fail(Status::kInvalidArgument, std::string(name) + " = " + std::to_string(value) + " is negative");
+  return Status::kSuccess;
+}
+
+inline Status check_equal(std::int64_t a, std::int64_t b, const char* what) {
+  if (a != b)
+    return fail(Status::kInvalidArgument,
+                std::string(what) + " differ: " + std::to_string(a) + " vs " + std::to_string(b));
+  return Status::kSuccess;
+}
+
+// a * b * c must fit int64 (element counts of a tensor) and, in bytes, size_t.
+inline Status check_product(std::int64_t a, std::int64_t b, std::int64_t c, std::size_t elem_size, const char* name) {
+  const std::int64_t max = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(elem_size);
+  if ((b != 0 && a > max / b) || (c != 0 && b != 0 && a * b > max / c))
+    return fail(Status::kSizeOverflow, std::string(name) + " has too many elements: " + std::to_string(a) + " x " +
+                                           std::to_string(b) + " x " + std::to_string(c));
+  return Status::kSuccess;
+}
+
+// The first non-success status of a list, evaluated in order.
+#define RAGGED_RETURN_IF_ERROR(expr)                          \
+  do {                                                        \
+    const ::ragged::Status ragged_status_ = (expr);           \
+    if (ragged_status_ != ::ragged::Status::kSuccess) return ragged_status_; \
+  } while (0)
+
+}  // namespace detail
+}  // namespace ragged

@@ -1,0 +1,21 @@
+// Catch2 main for GPU tests: exits with 77 (ctest SKIP_RETURN_CODE) when no CUDA device is visible, so a
+// machine without a GPU shows these tests as not run, never as passed.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include "common/test_util.h"
+
+int main(int argc, char** argv) {
+  Catch::Session session;
+  const int rc = session.applyCommandLine(argc, argv);
+  if (rc != 0) return rc;
+  const auto& config = session.configData();
+  const bool listing = config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters;
+  if (!listing && !ragged::test::gpu_available()) {
+    std::printf("SKIP: no CUDA device visible (%s); GPU tests not run\n", ragged::test::gpu_unavailable_reason());
+    return ragged::test::kSkipReturnCode;
+  }
+  return session.run();
+}

@@ -1,0 +1,120 @@
+// Shared test helpers: device detection, seeded random inputs, length regimes, poisoning and comparisons.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ragged/buffer.h"
+#include "ragged/dtype.h"
+#include "ragged/status.h"
+
+namespace ragged {
+namespace test {
+
+constexpr int kSkipReturnCode = 77;
+
+bool gpu_available();
+const char* gpu_unavailable_reason();
+
+// A generator seeded from Catch2's --rng-seed (printed at start-up) and a per-use salt, so every test case
+// gets its own fresh stream and a failing run can be replayed.
+std::mt19937_64 make_rng(std::uint64_t salt);
+
+// Conversions between element types and double for references and comparisons.
+template <typename T>
+double to_double(T v) {
+  if constexpr (std::is_same<T, half>::value) return static_cast<double>(__half2float(v));
+  else if constexpr (std::is_same<T, bfloat16>::value) return static_cast<double>(__bfloat162float(v));
+  else return static_cast<double>(v);
+}
+template <typename T>
+T from_double(double v) {
+  if constexpr (std::is_same<T, half>::value) return __float2half(static_cast<float>(v));
+  else if constexpr (std::is_same<T, bfloat16>::value) return __float2bfloat16(static_cast<float>(v));
+  else if constexpr (std::is_same<T, bool>::value) return v != 0.0;
+  else return static_cast<T>(v);
+}
+
+// Random non-zero values: floats uniform in [-2, -0.05] U [0.05, 2], integers in [1, 1000] with random sign,
+// bool/uint8 random.
+template <typename T>
+std::vector<T> random_values(std::size_t count, std::mt19937_64& rng) {
+  std::vector<T> out(count);
+  if constexpr (std::is_same<T, bool>::value) {
+    std::bernoulli_distribution coin(0.5);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = coin(rng);  // vector<bool>: no bool&
+  } else if constexpr (std::is_same<T, std::uint8_t>::value) {
+    std::uniform_int_distribution<int> dist(1, 255);
+    for (auto& v : out) v = static_cast<std::uint8_t>(dist(rng));
+  } else if constexpr (std::is_integral<T>::value) {
+    std::uniform_int_distribution<std::int64_t> dist(1, 1000);
+    std::bernoulli_distribution sign(0.5);
+    for (auto& v : out) v = static_cast<T>(sign(rng) ? dist(rng) : -dist(rng));
+  } else {
+    std::uniform_real_distribution<double> mag(0.05, 2.0);
+    std::bernoulli_distribution sign(0.5);
+    for (auto& v : out) v = from_double<T>(sign(rng) ? mag(rng) : -mag(rng));
+  }
+  return out;
+}
+
+// Length regimes every op is tested across.
+enum class Regime { kRandom, kEmptyBatch, kBatchOfOne, kZeroLengths, kAllEmpty, kOneHuge, kManyTiny };
+const char* regime_name(Regime regime);
+std::vector<Regime> all_regimes();
+// Lengths for a regime; `scale` bounds the typical length (kOneHuge's huge row is about 64 * scale).
+std::vector<std::int64_t> make_lengths(Regime regime, std::mt19937_64& rng, std::int64_t scale = 40);
+
+// Fills the device buffer with a pattern no op writes: all-ones bits (NaN) for floating point types, 0x5A for
+// integers, so an element the op forgot to write fails the comparison.
+template <typename T>
+void poison(DeviceBuffer<T>& buffer) {
+  buffer.fill_bytes(std::is_floating_point<T>::value || std::is_same<T, half>::value ||
+                            std::is_same<T, bfloat16>::value
+                        ? 0xff
+                        : 0x5a);
+}
+
+// Index of the first element whose bytes differ, or -1.
+template <typename T>
+std::int64_t first_bitwise_mismatch(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return static_cast<std::int64_t>(i);
+  return -1;
+}
+
+}  // namespace test
+}  // namespace ragged
+
+// REQUIRE that a ragged call succeeded, showing the library's message if not.
+#define REQUIRE_OK(expr)                                                        \
+  do {                                                                          \
+    const ::ragged::Status status_ = (expr);                                    \
+    INFO(#expr << " -> " << ::ragged::status_string(status_) << ": "            \
+               << ::ragged::last_error_message());                              \
+    REQUIRE(status_ == ::ragged::Status::kSuccess);                             \
+  } while (0)
+
+#define REQUIRE_CUDA(expr)                                                      \
+  do {                                                                          \
+    const cudaError_t err_ = (expr);                                            \
+    INFO(#expr << " -> " << cudaGetErrorString(err_));                          \
+    REQUIRE(err_ == cudaSuccess);                                               \
+  } while (0)
+
+// A bitwise comparison of two host vectors that reports the first differing index.
+#define REQUIRE_BITWISE_EQUAL(a, b)                                             \
+  do {                                                                          \
+    REQUIRE((a).size() == (b).size());                                          \
+    const std::int64_t mismatch_ = ::ragged::test::first_bitwise_mismatch((a), (b)); \
+    INFO("first mismatch at element " << mismatch_);                            \
+    REQUIRE(mismatch_ == -1);                                                   \
+  } while (0)

@@ -1,0 +1,51 @@
+// The multiply-high divider the conversion kernels use, against plain division, on the host (the device path
+// differs only in __umulhi, which computes the same high word).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "../../kernels/fast_divmod.h"
+#include "common/test_util.h"
+
+using ragged::detail::Divmod64;
+using ragged::detail::FastDivmodU32;
+
+namespace {
+void require_divmod(std::uint32_t divisor, std::uint32_t n) {
+  std::int64_t q = -1, r = -1;
+  FastDivmodU32(divisor).divmod(n, q, r);
+  INFO(n << " / " << divisor);
+  REQUIRE(q == n / divisor);
+  REQUIRE(r == n % divisor);
+}
+}  // namespace
+
+TEST_CASE("FastDivmodU32 equals division for every 32-bit dividend", "[divmod]") {
+  const std::uint32_t kMax = 0xffffffffu;
+  std::vector<std::uint32_t> divisors = {1, 2, 3, 5, 7, 10, 64, 100, 255, 256, 1000, 65535, 65536, 65537,
+                                         (1u << 31) - 1, 1u << 31, (1u << 31) + 1, kMax - 1, kMax};
+  auto rng = ragged::test::make_rng(103);
+  std::uniform_int_distribution<std::uint32_t> any(1, kMax);
+  std::uniform_int_distribution<std::uint32_t> small(1, 5000);
+  for (int i = 0; i < 200; ++i) divisors.push_back(i % 2 ? any(rng) : small(rng));
+  for (std::uint32_t d : divisors) {
+    // Dividends at the edges (multiples of d and their neighbours, the top of the range) and random ones.
+    for (std::uint32_t n : {0u, 1u, d - 1, d, d + 1, kMax, kMax - 1, kMax - kMax % d, kMax - kMax % d - 1})
+      require_divmod(d, n);
+    for (int i = 0; i < 2000; ++i) require_divmod(d, any(rng));
+  }
+}
+
+TEST_CASE("Divmod64 equals division beyond 32 bits", "[divmod]") {
+  const std::int64_t big = std::int64_t{1} << 40;
+  for (std::int64_t d : {std::int64_t{1}, std::int64_t{3}, std::int64_t{4096}, big + 7}) {
+    for (std::int64_t n : {std::int64_t{0}, d - 1, d, big * 3 + 5, (std::int64_t{1} << 62) + 11}) {
+      std::int64_t q = -1, r = -1;
+      Divmod64(d).divmod(n, q, r);
+      REQUIRE(q == n / d);
+      REQUIRE(r == n % d);
+    }
+  }
+}

@@ -1,0 +1,288 @@
+// Shared by the segment_reduce / segment_softmax device tests: the type cases, the length sets, a device copy
+// of a host ragged tensor, the two-phase runner, the "naive same-precision" computations of the tolerance rule,
+// and the comparison against the CPU reference.
+//
+// Tolerance rule (after FlashAttention's): a result in T is accepted when
+//   (1) |got - ref| <= float_bound + ulp_T(ref)        (the op accumulates in float, then rounds to T once), and
+//   (2) for half / bfloat16 also |got - ref| <= 2 * |naive - ref| + ulp_T(ref), where `naive` is the same op
+//       computed in T with a rounding after every operation.
+// ref is the double-precision CPU reference rounded to T; float_bound is a per-element bound on float
+// accumulation error that each test derives from the data (e.g. 1e-5 * sum |x| for a sum).
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/host_ragged.h"
+#include "common/test_util.h"
+#include "common/tolerance.h"
+#include "ragged/buffer.h"
+#include "ragged/reference.h"
+#include "ragged/segment_reduce.h"
+
+namespace ragged {
+namespace test {
+namespace segment {
+
+template <typename T, typename OffsetT>
+struct Case {
+  using Value = T;
+  using Offset = OffsetT;
+};
+using F32_I32 = Case<float, std::int32_t>;
+using F32_I64 = Case<float, std::int64_t>;
+using F16_I32 = Case<half, std::int32_t>;
+using F16_I64 = Case<half, std::int64_t>;
+using BF16_I32 = Case<bfloat16, std::int32_t>;
+using BF16_I64 = Case<bfloat16, std::int64_t>;
+
+constexpr std::int64_t kInnerSizes[] = {1, 3, 64, 1000};
+
+// ---------------------------------------------------------------------------------------------------------
+// Length sets: every regime of test::all_regimes(), power-law lengths, and one row holding ~all of 1M+ elements.
+// ---------------------------------------------------------------------------------------------------------
+struct LengthSet {
+  std::string name;
+  std::vector<std::int64_t> lengths;
+};
+
+// Keeps a regime's element count around a million whatever D is.
+inline std::int64_t regime_scale(std::int64_t inner) { return std::max<std::int64_t>(16, 4000 / inner); }
+
+// Heavy-tailed lengths (Pareto, alpha ~ 1.1): mostly 0..3, a few thousands of elements long.
+inline std::vector<std::int64_t> power_law_lengths(std::mt19937_64& rng, std::int64_t inner) {
+  std::uniform_real_distribution<double> unit(1e-9, 1.0);
+  const std::int64_t cap = std::max<std::int64_t>(1, 400000 / inner);
+  std::vector<std::int64_t> lengths(300);
+  for (auto& l : lengths)
+    l = std::min<std::int64_t>(cap, static_cast<std::int64_t>(std::pow(unit(rng), -1.0 / 1.1)) - 1);
+  return lengths;
+}
+
+// One row holds 2^20 + a few thousand elements; the other rows are empty.
+inline std::vector<std::int64_t> one_row_holds_all(std::mt19937_64& rng, std::int64_t inner) {
+  std::vector<std::int64_t> lengths(37, 0);
+  std::uniform_int_distribution<std::size_t> where(0, lengths.size() - 1);
+  std::uniform_int_distribution<std::int64_t> extra(1, 5000);
+  lengths[where(rng)] = ((std::int64_t{1} << 20) + extra(rng) + inner - 1) / inner;
+  return lengths;
+}
+
+inline std::vector<LengthSet> length_sets(std::mt19937_64& rng, std::int64_t inner) {
+  std::vector<LengthSet> sets;
+  for (Regime regime : all_regimes()) sets.push_back({regime_name(regime), make_lengths(regime, rng, regime_scale(inner))});
+  sets.push_back({"power law", power_law_lengths(rng, inner)});
+  sets.push_back({"one row holds all", one_row_holds_all(rng, inner)});
+  return sets;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Device data and the two-phase call.
+// ---------------------------------------------------------------------------------------------------------
+template <typename T, typename OffsetT>
+struct DeviceRagged {
+  DeviceBuffer<OffsetT> offsets;
+  DeviceBuffer<T> values;
+  std::int64_t batch = 0, nnz = 0, inner = 1;
+
+  explicit DeviceRagged(const HostRagged<T, OffsetT>& host)
+      : offsets(host.offsets), values(host.values), batch(host.batch), nnz(host.nnz), inner(host.inner) {}
+  RaggedView<const T, OffsetT> view() const {
+    return RaggedView<const T, OffsetT>{values.data(), offsets.data(), batch, nnz, inner};
+  }
+};
+
+// Queries the workspace, allocates max(bytes, 1) bytes of it filled with garbage (an op must not expect it
+// zeroed), runs, synchronises. `op(void* workspace, std::size_t& bytes)` returns Status.
+template <typename Op>
+Status run_two_phase(Op&& op) {
+  std::size_t bytes = 0;
+  const Status query = op(nullptr, bytes);
+  if (query != Status::kSuccess) return query;
+  DeviceBuffer<unsigned char> workspace(std::max<std::size_t>(bytes, 1));
+  workspace.fill_bytes(0xa5);
+  const Status run = op(workspace.data(), bytes);
+  if (run != Status::kSuccess) return run;
+  return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the op");
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Naive computations in T: every operation rounded to T (tolerance rule (2)).
+// ---------------------------------------------------------------------------------------------------------
+template <typename T>
+T naive(double v) {
+  return round_to<T>(v);
+}
+
+// Sequential sum / mean of each column in T; empty rows give empty_value.
+template <typename T, typename OffsetT>
+std::vector<T> naive_sum_or_mean(const HostRagged<T, OffsetT>& r, ReduceOp op, float empty_value) {
+  std::vector<T> out(r.batch * r.inner);
+  for (std::int64_t b = 0; b < r.batch; ++b) {
+    for (std::int64_t d = 0; d < r.inner; ++d) {
+      const std::int64_t length = r.length(b);
+      T acc = naive<T>(0.0);
+      for (std::int64_t i = 0; i < length; ++i) acc = naive<T>(to_double(acc) + to_double(r.at(r.begin(b) + i, d)));
+      if (op == ReduceOp::kMean && length > 0) acc = naive<T>(to_double(acc) / static_cast<double>(length));
+      out[b * r.inner + d] = length == 0 ? round_to<T>(empty_value) : acc;
+    }
+  }
+  return out;
+}
+
+// Softmax / log-softmax in T: max, shift, exp, sequential sum, divide (or subtract the log), each rounded.
+template <typename T, typename OffsetT>
+std::vector<T> naive_softmax(const HostRagged<T, OffsetT>& r, bool log) {
+  std::vector<T> out(r.values.size(), round_to<T>(std::numeric_limits<double>::quiet_NaN()));
+  for (std::int64_t b = 0; b < r.batch; ++b) {
+    for (std::int64_t d = 0; d < r.inner; ++d) {
+      const std::int64_t begin = r.begin(b), length = r.length(b);
+      double m = -std::numeric_limits<double>::infinity();
+      for (std::int64_t i = 0; i < length; ++i) {
+        const double v = to_double(r.at(begin + i, d));
+        if (std::isnan(v) || v > m) m = v;
+        if (std::isnan(m)) break;
+      }
+      T sum = naive<T>(0.0);
+      for (std::int64_t i = 0; i < length; ++i) {
+        const T shifted = naive<T>(to_double(r.at(begin + i, d)) - m);
+        sum = naive<T>(to_double(sum) + to_double(naive<T>(std::exp(to_double(shifted)))));
+      }
+      const T log_sum = naive<T>(std::log(to_double(sum)));
+      for (std::int64_t i = 0; i < length; ++i) {
+        const T shifted = naive<T>(to_double(r.at(begin + i, d)) - m);
+        out[(begin + i) * r.inner + d] =
+            log ? naive<T>(to_double(shifted) - to_double(log_sum))
+                : naive<T>(to_double(naive<T>(std::exp(to_double(shifted)))) / to_double(sum));
+      }
+    }
+  }
+  return out;
+}
+
+// Softmax backward in T: softmax dx = y * (dy - sum(dy * y)); log-softmax dx = dy - exp(y) * sum(dy).
+template <typename T, typename OffsetT>
+std::vector<T> naive_softmax_backward(const HostRagged<T, OffsetT>& shape, bool log, const std::vector<T>& y,
+                                      const std::vector<T>& dy) {
+  std::vector<T> out(y.size(), round_to<T>(std::numeric_limits<double>::quiet_NaN()));
+  for (std::int64_t b = 0; b < shape.batch; ++b) {
+    for (std::int64_t d = 0; d < shape.inner; ++d) {
+      const std::int64_t first = shape.begin(b) * shape.inner + d, length = shape.length(b);
+      T dot = naive<T>(0.0);
+      for (std::int64_t i = 0; i < length; ++i) {
+        const std::int64_t k = first + i * shape.inner;
+        const T term = log ? dy[k] : naive<T>(to_double(dy[k]) * to_double(y[k]));
+        dot = naive<T>(to_double(dot) + to_double(term));
+      }
+      for (std::int64_t i = 0; i < length; ++i) {
+        const std::int64_t k = first + i * shape.inner;
+        out[k] = log ? naive<T>(to_double(dy[k]) -
+                                to_double(naive<T>(to_double(naive<T>(std::exp(to_double(y[k])))) * to_double(dot))))
+                     : naive<T>(to_double(y[k]) * to_double(naive<T>(to_double(dy[k]) - to_double(dot))));
+      }
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Comparison.
+// ---------------------------------------------------------------------------------------------------------
+
+// Checks got[k] against ref[k] for every k in `indices` (all elements when empty is not meaningful: pass the
+// list), with the tolerance rule above. `naive` may be null for float. Returns the first failure or "".
+template <typename T>
+std::string compare_to_reference(const std::vector<T>& got, const std::vector<T>& ref, const std::vector<T>* naive_t,
+                                 const std::vector<double>& float_bound, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t k = begin; k < end; ++k) {
+    const double g = to_double(got[k]), r = to_double(ref[k]);
+    const double one_ulp = ulp_of<T>(r);
+    bool ok = within(g, r, float_bound[k] + one_ulp);
+    double naive_allowed = 0.0;
+    if (ok && naive_t != nullptr) {
+      const double n = to_double((*naive_t)[k]);
+      // A naive result that overflowed or went NaN leaves rule (2) without a bound; rule (1) still holds.
+      naive_allowed = std::isfinite(n) && std::isfinite(r) ? 2.0 * std::abs(n - r) + one_ulp
+                                                           : std::numeric_limits<double>::infinity();
+      ok = within(g, r, naive_allowed);
+    }
+    if (!ok) {
+      std::ostringstream message;
+      message.precision(9);
+      message << "element " << k << ": got " << g << ", reference " << r << ", float bound " << float_bound[k]
+              << ", ulp " << one_ulp;
+      if (naive_t != nullptr) message << ", naive " << to_double((*naive_t)[k]) << " (allows " << naive_allowed << ")";
+      return message.str();
+    }
+  }
+  return "";
+}
+
+// First k in [begin, end) where the values differ (NaN equals NaN, +0 equals -0), as a message, or "".
+template <typename T>
+std::string compare_values_exact(const std::vector<T>& got, const std::vector<T>& ref, std::int64_t begin,
+                                 std::int64_t end) {
+  for (std::int64_t k = begin; k < end; ++k)
+    if (!same_value(got[k], ref[k]))
+      return "element " + std::to_string(k) + ": got " + std::to_string(to_double(got[k])) + ", reference " +
+             std::to_string(to_double(ref[k]));
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Batch invariance: the same long row placed in two batches with different neighbours and positions.
+// ---------------------------------------------------------------------------------------------------------
+template <typename T, typename OffsetT>
+struct EmbeddedRow {
+  HostRagged<T, OffsetT> first, second;
+  std::int64_t index_in_first = 0, index_in_second = 0;
+};
+
+// `row` holds length * inner values. The second batch puts an odd number of rows before it, so its start sits
+// at a different position (and a different alignment when inner is odd) than in the first.
+template <typename T, typename OffsetT>
+EmbeddedRow<T, OffsetT> embed_row(const std::vector<T>& row, std::int64_t length, std::int64_t inner,
+                                  std::mt19937_64& rng) {
+  std::uniform_int_distribution<std::int64_t> len(0, 40);
+  std::vector<std::int64_t> before(11);
+  std::int64_t total = 0;
+  for (auto& l : before) total += (l = len(rng));
+  if (total % 2 == 0) before.front() += 1;
+  std::vector<std::int64_t> lengths_second = before;
+  lengths_second.push_back(0);
+  lengths_second.push_back(length);
+  lengths_second.push_back(9);
+
+  EmbeddedRow<T, OffsetT> e;
+  e.index_in_first = 1;
+  e.index_in_second = static_cast<std::int64_t>(lengths_second.size()) - 2;
+  e.first = random_ragged<T, OffsetT>({5, length, 17, 0, 3}, inner, rng);
+  e.second = random_ragged<T, OffsetT>(lengths_second, inner, rng);
+  std::copy(row.begin(), row.end(), e.first.values.begin() + e.first.begin(e.index_in_first) * inner);
+  std::copy(row.begin(), row.end(), e.second.values.begin() + e.second.begin(e.index_in_second) * inner);
+  return e;
+}
+
+// The elements [first, first + count) of a host vector.
+template <typename T>
+std::vector<T> slice(const std::vector<T>& v, std::int64_t first, std::int64_t count) {
+  return std::vector<T>(v.begin() + first, v.begin() + first + count);
+}
+
+template <typename T>
+constexpr bool is_low_precision() {
+  return !std::is_same<T, float>::value;
+}
+
+}  // namespace segment
+}  // namespace test
+}  // namespace ragged

@@ -1,0 +1,536 @@
+// ragged_to_padded / padded_to_ragged on the device against the CPU reference, bit for bit: every dtype x
+// offset type x length regime x align x truncate x max_len below / at / above the longest sequence x inner
+// sizes that select every vector width (16..1 bytes), sub-views whose base pointers are one element off, the
+// 64-bit index path, multi-tile grids, round trips, malformed offsets, bad arguments and the owning layer.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "../../kernels/convert_launch.h"
+#include "common/test_util.h"
+#include "ragged/buffer.h"
+#include "ragged/convert.h"
+#include "ragged/offsets.h"
+#include "ragged/reference.h"
+#include "ragged/tensor.h"
+
+using namespace ragged;
+
+namespace {
+
+// Host arrays are kept as bytes so that bool works like every other type (std::vector<bool> packs bits).
+template <typename T>
+struct HostArray {
+  std::vector<unsigned char> bytes;
+  HostArray(std::size_t count, unsigned char byte) : bytes(count * sizeof(T), byte) {}
+  T* data() { return reinterpret_cast<T*>(bytes.data()); }
+  const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
+  std::size_t size() const { return bytes.size() / sizeof(T); }
+};
+
+// The byte test::poison() would use: all-ones (NaN) for floating point, 0x5A otherwise.
+template <typename T>
+unsigned char poison_byte() {
+  return std::is_floating_point<T>::value || std::is_same<T, half>::value || std::is_same<T, bfloat16>::value
+             ? 0xff
+             : 0x5a;
+}
+
+template <typename T>
+HostArray<T> random_array(std::size_t count, std::mt19937_64& rng) {
+  HostArray<T> out(count, 0);
+  const std::vector<T> values = test::random_values<T>(count, rng);
+  for (std::size_t i = 0; i < count; ++i) {
+    const T v = values[i];  // vector<bool> yields a proxy: copy to a real T first
+    std::memcpy(out.data() + i, &v, sizeof(T));
+  }
+  return out;
+}
+
+template <typename T>
+T value_of(double v) {
+  return test::from_double<T>(v);
+}
+
+// Device memory with `shift` spare elements in front, so that data() can be misaligned on purpose.
+template <typename T>
+struct DeviceArray {
+  DeviceBuffer<unsigned char> buffer;
+  std::int64_t shift;
+  std::size_t count;
+  DeviceArray(std::size_t n, std::int64_t shift_elems)
+      : buffer((n + static_cast<std::size_t>(shift_elems)) * sizeof(T)), shift(shift_elems), count(n) {}
+  T* data() { return count == 0 ? nullptr : reinterpret_cast<T*>(buffer.data()) + shift; }
+  void poison() { buffer.fill_bytes(poison_byte<T>()); }
+  void upload(const HostArray<T>& host) {
+    REQUIRE(host.size() == count);
+    if (count > 0) REQUIRE_CUDA(cudaMemcpy(data(), host.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  HostArray<T> download() {
+    HostArray<T> host(count, 0);
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    if (count > 0) REQUIRE_CUDA(cudaMemcpy(host.data(), data(), count * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+  }
+};
+
+template <typename T>
+void require_same_bytes(const HostArray<T>& got, const HostArray<T>& expected) {
+  REQUIRE(got.size() == expected.size());
+  std::int64_t mismatch = -1;
+  for (std::size_t i = 0; i < got.size() && mismatch < 0; ++i)
+    if (std::memcmp(got.data() + i, expected.data() + i, sizeof(T)) != 0) mismatch = static_cast<std::int64_t>(i);
+  INFO("first mismatch at element " << mismatch << " of " << got.size());
+  REQUIRE(mismatch == -1);
+}
+
+// Runs an op both ways of the two-phase contract: the query must ask for 0 bytes, the run gets one byte.
+template <typename Op>
+void run_op(Op&& op) {
+  std::size_t bytes = 12345;
+  REQUIRE_OK(op(nullptr, bytes));
+  REQUIRE(bytes == 0);
+  DeviceBuffer<unsigned char> one_byte(1);
+  REQUIRE_OK(op(one_byte.data(), bytes));
+  REQUIRE_CUDA(cudaDeviceSynchronize());
+}
+
+struct Case {
+  std::vector<std::int64_t> lengths;
+  std::int64_t inner = 1;
+  std::int64_t max_len = 0;
+  Align align = Align::kLeft;
+  Truncate trunc = Truncate::kRight;
+  std::int64_t shift = 0;       // elements by which every base pointer is moved off its allocation
+  std::int64_t extra_rows = 0;  // values rows beyond offsets[batch] (must stay untouched)
+  bool force_64bit_index = false;
+};
+
+std::string describe(const Case& c) {
+  return "batch " + std::to_string(c.lengths.size()) + ", inner " + std::to_string(c.inner) + ", max_len " +
+         std::to_string(c.max_len) + ", align " + std::to_string(static_cast<int>(c.align)) + ", trunc " +
+         std::to_string(static_cast<int>(c.trunc)) + ", shift " + std::to_string(c.shift) + ", extra rows " +
+         std::to_string(c.extra_rows) + (c.force_64bit_index ? ", 64-bit index" : "");
+}
+
+template <typename T, typename OffsetT>
+void to_padded_on_device(const Case& c, RaggedView<const T, OffsetT> src, PaddedView<T> dst, T pad) {
+  if (c.force_64bit_index) {
+    REQUIRE_OK(detail::launch_ragged_to_padded<OffsetT>(src.values, src.offsets, src.batch, src.nnz, dst.data,
+                                                        dst.max_len, src.inner * sizeof(T), sizeof(T), &pad,
+                                                        c.align, c.trunc, nullptr, false));
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    return;
+  }
+  run_op([&](void* ws, std::size_t& bytes) {
+    return ragged_to_padded(ws, bytes, src, dst, pad, c.align, c.trunc, nullptr);
+  });
+}
+
+template <typename T, typename OffsetT>
+void to_ragged_on_device(const Case& c, PaddedView<const T> src, RaggedView<T, OffsetT> dst, T fill) {
+  if (c.force_64bit_index) {
+    REQUIRE_OK(detail::launch_padded_to_ragged<OffsetT>(src.data, src.max_len, dst.values, dst.offsets, dst.batch,
+                                                        dst.nnz, dst.inner * sizeof(T), sizeof(T), &fill, c.align,
+                                                        c.trunc, nullptr, false));
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    return;
+  }
+  run_op([&](void* ws, std::size_t& bytes) {
+    return padded_to_ragged(ws, bytes, src, dst, fill, c.align, c.trunc, nullptr);
+  });
+}
+
+// Both directions of one case against the reference, plus the round trip when nothing is truncated.
+template <typename T, typename OffsetT>
+void check_case(const Case& c, std::mt19937_64& rng) {
+  INFO(describe(c));
+  const std::int64_t batch = static_cast<std::int64_t>(c.lengths.size());
+  std::vector<OffsetT> offsets(c.lengths.size() + 1);
+  REQUIRE_OK(lengths_to_offsets_host(c.lengths.data(), batch, offsets.data()));
+  const std::int64_t used_rows = static_cast<std::int64_t>(offsets.back());
+  const std::int64_t nnz = used_rows + c.extra_rows;
+  const std::size_t ragged_count = static_cast<std::size_t>(nnz * c.inner);
+  const std::size_t padded_count = static_cast<std::size_t>(batch * c.max_len * c.inner);
+  const T pad = value_of<T>(3);
+  const T fill = std::is_same<T, bool>::value ? value_of<T>(0) : value_of<T>(-7);  // bool: differ from pad
+
+  DeviceBuffer<OffsetT> d_offsets(offsets);
+  const HostArray<T> values = random_array<T>(ragged_count, rng);
+  DeviceArray<T> d_values(ragged_count, c.shift);
+  d_values.upload(values);
+  DeviceArray<T> d_padded(padded_count, c.shift);
+  d_padded.poison();
+
+  // ragged -> padded
+  const RaggedView<const T, OffsetT> src{d_values.data(), d_offsets.data(), batch, nnz, c.inner};
+  const PaddedView<T> padded{d_padded.data(), batch, c.max_len, c.inner};
+  to_padded_on_device(c, src, padded, pad);
+  HostArray<T> expected_padded(padded_count, poison_byte<T>());
+  reference::ragged_to_padded<T, OffsetT>({values.data(), offsets.data(), batch, nnz, c.inner},
+                                          {expected_padded.data(), batch, c.max_len, c.inner}, pad, c.align,
+                                          c.trunc);
+  require_same_bytes(d_padded.download(), expected_padded);
+
+  // Round trip: with nothing truncated, padded -> ragged gives the values back (extra rows stay poisoned).
+  const std::int64_t longest = c.lengths.empty() ? 0 : *std::max_element(c.lengths.begin(), c.lengths.end());
+  DeviceArray<T> d_back(ragged_count, c.shift);
+  d_back.poison();
+  const RaggedView<T, OffsetT> back{d_back.data(), d_offsets.data(), batch, nnz, c.inner};
+  if (c.max_len >= longest) {
+    to_ragged_on_device<T, OffsetT>(c, {d_padded.data(), batch, c.max_len, c.inner}, back, fill);
+    HostArray<T> got = d_back.download();
+    HostArray<T> expected = values;
+    std::memset(expected.data() + used_rows * c.inner, poison_byte<T>(), (ragged_count - used_rows * c.inner) * sizeof(T));
+    require_same_bytes(got, expected);
+  }
+
+  // padded -> ragged from random padded data (so padding slots hold values that must not leak).
+  const HostArray<T> random_padded = random_array<T>(padded_count, rng);
+  d_padded.upload(random_padded);
+  d_back.poison();
+  to_ragged_on_device<T, OffsetT>(c, {d_padded.data(), batch, c.max_len, c.inner}, back, fill);
+  HostArray<T> expected_ragged(ragged_count, poison_byte<T>());
+  reference::padded_to_ragged<T, OffsetT>({random_padded.data(), batch, c.max_len, c.inner},
+                                          {expected_ragged.data(), offsets.data(), batch, nnz, c.inner}, fill,
+                                          c.align, c.trunc);
+  require_same_bytes(d_back.download(), expected_ragged);
+}
+
+std::vector<std::int64_t> max_lens_around(const std::vector<std::int64_t>& lengths) {
+  const std::int64_t longest = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
+  std::vector<std::int64_t> out = {longest / 2, longest, longest + 5};
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+constexpr Align kAligns[] = {Align::kLeft, Align::kRight};
+constexpr Truncate kTruncs[] = {Truncate::kRight, Truncate::kLeft};
+
+template <typename T, typename OffsetT>
+void check_all_regimes(std::uint64_t salt) {
+  auto rng = test::make_rng(salt);
+  for (std::int64_t inner : {1, 3, 64, 1000}) {
+    for (test::Regime regime : test::all_regimes()) {
+      INFO("regime " << test::regime_name(regime));
+      Case c;
+      c.lengths = test::make_lengths(regime, rng, inner >= 64 ? 4 : 40);
+      c.inner = inner;
+      for (std::int64_t max_len : max_lens_around(c.lengths)) {
+        for (Align align : kAligns) {
+          for (Truncate trunc : kTruncs) {
+            c.max_len = max_len;
+            c.align = align;
+            c.trunc = trunc;
+            check_case<T, OffsetT>(c, rng);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEMPLATE_PRODUCT_TEST_CASE("conversions match the reference for every dtype, regime, align and truncation",
+                           "[convert][gpu]", std::pair,
+                           ((float, std::int32_t), (float, std::int64_t), (half, std::int32_t),
+                            (half, std::int64_t), (bfloat16, std::int32_t), (bfloat16, std::int64_t),
+                            (std::int32_t, std::int32_t), (std::int32_t, std::int64_t), (std::int64_t, std::int32_t),
+                            (std::int64_t, std::int64_t), (std::uint8_t, std::int32_t), (std::uint8_t, std::int64_t),
+                            (bool, std::int32_t), (bool, std::int64_t))) {
+  check_all_regimes<typename TestType::first_type, typename TestType::second_type>(201);
+}
+
+TEMPLATE_TEST_CASE("conversions with narrow rows and misaligned base pointers take the narrow vector paths",
+                   "[convert][gpu]", std::int32_t, std::int64_t) {
+  using OffsetT = TestType;
+  auto rng = test::make_rng(202);
+  for (std::int64_t shift : {0, 1}) {
+    for (Align align : kAligns) {
+      for (Truncate trunc : kTruncs) {
+        Case c;
+        c.lengths = test::make_lengths(test::Regime::kRandom, rng, 30);
+        c.max_len = 17;
+        c.align = align;
+        c.trunc = trunc;
+        c.shift = shift;
+        c.extra_rows = 3;
+        c.inner = 3;
+        check_case<half, OffsetT>(c, rng);  // 6-byte rows: 2-byte vectors
+        c.inner = 5;
+        check_case<std::uint8_t, OffsetT>(c, rng);  // 5-byte rows: 1-byte vectors
+        check_case<bool, OffsetT>(c, rng);
+        c.inner = 64;
+        check_case<float, OffsetT>(c, rng);  // 256-byte rows: 16-byte vectors, or 4 when shifted
+        check_case<bfloat16, OffsetT>(c, rng);
+        c.inner = 2;
+        check_case<std::int64_t, OffsetT>(c, rng);  // 16-byte rows, 8-byte vectors when shifted
+        c.inner = 1;
+        check_case<std::int32_t, OffsetT>(c, rng);
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("conversions through the 64-bit index path", "[convert][gpu]", std::int32_t, std::int64_t) {
+  using OffsetT = TestType;
+  auto rng = test::make_rng(203);
+  for (test::Regime regime : test::all_regimes()) {
+    INFO("regime " << test::regime_name(regime));
+    Case c;
+    c.lengths = test::make_lengths(regime, rng, 40);
+    c.force_64bit_index = true;
+    for (std::int64_t max_len : max_lens_around(c.lengths)) {
+      c.max_len = max_len;
+      c.align = max_len % 2 ? Align::kLeft : Align::kRight;
+      c.trunc = Truncate::kLeft;
+      c.inner = 7;
+      check_case<half, OffsetT>(c, rng);
+      c.inner = 32;
+      check_case<float, OffsetT>(c, rng);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("conversions over many tiles and many sequences", "[convert][gpu][large]", std::int32_t,
+                   std::int64_t) {
+  using OffsetT = TestType;
+  auto rng = test::make_rng(204);
+  // ~100k sequences and ~3M one-byte rows: several grid-stride iterations per block, and tiles whose rows span
+  // dozens of sequences (the per-thread search inside the tile's range, and multi-step warp searches).
+  Case c;
+  c.lengths.resize(100000);
+  std::uniform_int_distribution<std::int64_t> length(0, 60);
+  for (auto& l : c.lengths) l = length(rng);
+  c.lengths[777] = 5000;  // one long sequence among them
+  for (Align align : kAligns) {
+    c.align = align;
+    c.trunc = align == Align::kLeft ? Truncate::kLeft : Truncate::kRight;
+    c.max_len = 45;
+    c.inner = 1;
+    check_case<std::uint8_t, OffsetT>(c, rng);
+    c.inner = 4;
+    c.max_len = 70;
+    check_case<float, OffsetT>(c, rng);
+  }
+}
+
+TEMPLATE_TEST_CASE("malformed offsets never fault", "[convert][gpu][errors]", std::int32_t, std::int64_t) {
+  using OffsetT = TestType;
+  auto rng = test::make_rng(205);
+  const std::int64_t nnz = 10;
+  const std::vector<std::vector<OffsetT>> bad_offsets = {
+      {0, 5, 3, 10},          // decreasing
+      {0, 4, 100},            // beyond nnz
+      {-5, 2, 6},             // negative
+      {7, 3, -2, 50, 1},      // everything wrong
+      {0, 10, 0, 10, 0, 10},  // overlapping sequences
+  };
+  for (const std::vector<OffsetT>& offsets : bad_offsets) {
+    const std::int64_t batch = static_cast<std::int64_t>(offsets.size()) - 1;
+    DeviceBuffer<OffsetT> d_offsets(offsets);
+    for (std::int64_t inner : {1, 64}) {
+      for (std::int64_t max_len : {0, 3, 20}) {
+        for (Align align : kAligns) {
+          for (Truncate trunc : kTruncs) {
+            INFO("offsets[1] " << offsets[1] << ", inner " << inner << ", max_len " << max_len);
+            const HostArray<float> values = random_array<float>(static_cast<std::size_t>(nnz * inner), rng);
+            DeviceArray<float> d_values(values.size(), 0);
+            d_values.upload(values);
+            DeviceArray<float> d_padded(static_cast<std::size_t>(batch * max_len * inner), 0);
+            d_padded.poison();
+            const RaggedView<const float, OffsetT> src{d_values.data(), d_offsets.data(), batch, nnz, inner};
+            run_op([&](void* ws, std::size_t& bytes) {
+              return ragged_to_padded(ws, bytes, src, PaddedView<float>{d_padded.data(), batch, max_len, inner},
+                                      1.0f, align, trunc, nullptr);
+            });
+            // Each padded element depends only on its own clamped sequence, so even here it matches the
+            // reference, which clamps the same way.
+            HostArray<float> expected(d_padded.count, poison_byte<float>());
+            reference::ragged_to_padded<float, OffsetT>({values.data(), offsets.data(), batch, nnz, inner},
+                                                        {expected.data(), batch, max_len, inner}, 1.0f, align,
+                                                        trunc);
+            require_same_bytes(d_padded.download(), expected);
+
+            const RaggedView<float, OffsetT> dst{d_values.data(), d_offsets.data(), batch, nnz, inner};
+            run_op([&](void* ws, std::size_t& bytes) {
+              return padded_to_ragged(ws, bytes, PaddedView<const float>{d_padded.data(), batch, max_len, inner},
+                                      dst, 2.0f, align, trunc, nullptr);
+            });
+            REQUIRE_CUDA(cudaGetLastError());
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("conversions reject bad arguments and name them", "[convert][gpu][errors]") {
+  DeviceBuffer<float> values(12);
+  DeviceBuffer<float> padded(12);
+  const std::vector<std::int32_t> host_offsets = {0, 2, 6};
+  DeviceBuffer<std::int32_t> offsets(host_offsets);
+  const RaggedView<const float, std::int32_t> src{values.data(), offsets.data(), 2, 6, 2};
+  const PaddedView<float> dst{padded.data(), 2, 3, 2};
+  std::size_t bytes = 0;
+  auto to_padded = [&](RaggedView<const float, std::int32_t> s, PaddedView<float> d, Align align = Align::kLeft,
+                       Truncate trunc = Truncate::kRight) {
+    return ragged_to_padded(nullptr, bytes, s, d, 0.0f, align, trunc, nullptr);
+  };
+  auto message_has = [](const char* text) { return std::string(last_error_message()).find(text) != std::string::npos; };
+
+  REQUIRE_OK(to_padded(src, dst));
+  REQUIRE(bytes == 0);
+
+  auto s = src;
+  s.batch = -1;
+  REQUIRE(to_padded(s, dst) == Status::kInvalidArgument);
+  REQUIRE(message_has("src.batch"));
+  s = src;
+  s.nnz = -3;
+  REQUIRE(to_padded(s, dst) == Status::kInvalidArgument);
+  auto d = dst;
+  d.max_len = -1;
+  REQUIRE(to_padded(src, d) == Status::kInvalidArgument);
+  REQUIRE(message_has("dst.max_len"));
+  d = dst;
+  d.inner = -2;
+  REQUIRE(to_padded(src, d) == Status::kInvalidArgument);
+
+  d = dst;
+  d.batch = 3;
+  REQUIRE(to_padded(src, d) == Status::kInvalidArgument);
+  REQUIRE(message_has("batch"));
+  d = dst;
+  d.inner = 3;
+  REQUIRE(to_padded(src, d) == Status::kInvalidArgument);
+  REQUIRE(message_has("inner"));
+
+  s = src;
+  s.values = nullptr;
+  REQUIRE(to_padded(s, dst) == Status::kNullPointer);
+  REQUIRE(message_has("src.values"));
+  s.nnz = 0;  // nothing to hold: null is fine
+  REQUIRE_OK(to_padded(s, dst));
+  s = src;
+  s.offsets = nullptr;
+  REQUIRE(to_padded(s, dst) == Status::kNullPointer);
+  d = dst;
+  d.data = nullptr;
+  REQUIRE(to_padded(src, d) == Status::kNullPointer);
+  REQUIRE(message_has("dst.data"));
+
+  // Byte counts beyond int64 / size_t.
+  const std::int64_t huge = std::int64_t{1} << 40;
+  s = src;
+  s.batch = huge;
+  d = dst;
+  d.batch = huge;
+  d.max_len = huge;
+  REQUIRE(to_padded(s, d) == Status::kSizeOverflow);
+  s = src;
+  s.nnz = std::numeric_limits<std::int64_t>::max() / 2;
+  REQUIRE(to_padded(s, dst) == Status::kSizeOverflow);
+
+  // A float pointer one byte off, and enum values out of range.
+  s = src;
+  s.values = reinterpret_cast<const float*>(reinterpret_cast<const char*>(values.data()) + 1);
+  REQUIRE(to_padded(s, dst) == Status::kInvalidArgument);
+  REQUIRE(message_has("aligned"));
+  REQUIRE(to_padded(src, dst, static_cast<Align>(7)) == Status::kInvalidArgument);
+  REQUIRE(to_padded(src, dst, Align::kLeft, static_cast<Truncate>(-1)) == Status::kInvalidArgument);
+
+  // padded_to_ragged checks the same things with the roles swapped.
+  const PaddedView<const float> psrc{padded.data(), 2, 3, 2};
+  const RaggedView<float, std::int32_t> rdst{values.data(), offsets.data(), 2, 6, 2};
+  auto to_ragged = [&](PaddedView<const float> p, RaggedView<float, std::int32_t> r) {
+    return padded_to_ragged(nullptr, bytes, p, r, 0.0f, Align::kLeft, Truncate::kRight, nullptr);
+  };
+  REQUIRE_OK(to_ragged(psrc, rdst));
+  auto p = psrc;
+  p.batch = 1;
+  REQUIRE(to_ragged(p, rdst) == Status::kInvalidArgument);
+  p = psrc;
+  p.data = nullptr;
+  REQUIRE(to_ragged(p, rdst) == Status::kNullPointer);
+  REQUIRE(message_has("src.data"));
+  p.max_len = 0;  // no slots: nothing to read, null is fine
+  REQUIRE_OK(to_ragged(p, rdst));
+  auto r = rdst;
+  r.values = nullptr;
+  REQUIRE(to_ragged(psrc, r) == Status::kNullPointer);
+  REQUIRE(message_has("dst.values"));
+  r = rdst;
+  r.inner = 1;
+  REQUIRE(to_ragged(psrc, r) == Status::kInvalidArgument);
+
+  // A failed run enqueues nothing and leaves the data alone.
+  padded.fill_bytes(0x11);
+  DeviceBuffer<unsigned char> one_byte(1);
+  d = dst;
+  d.batch = 5;
+  REQUIRE(ragged_to_padded(one_byte.data(), bytes, src, d, 0.0f, Align::kLeft, Truncate::kRight, nullptr) ==
+          Status::kInvalidArgument);
+  const std::vector<float> untouched = padded.to_host();
+  for (float v : untouched) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &v, sizeof(bits));
+    REQUIRE(bits == 0x11111111u);
+  }
+}
+
+TEMPLATE_TEST_CASE("RaggedTensor::to_padded and from_padded", "[convert][gpu][tensor]", float, half, std::int64_t) {
+  using T = TestType;
+  auto rng = test::make_rng(206);
+  for (test::Regime regime : test::all_regimes()) {
+    INFO("regime " << test::regime_name(regime));
+    const std::vector<std::int64_t> lengths = test::make_lengths(regime, rng, 20);
+    std::int64_t nnz = 0;
+    for (std::int64_t l : lengths) nnz += l;
+    const std::vector<std::int64_t> inner_dims = {2, 3};
+    const std::vector<T> values = test::random_values<T>(static_cast<std::size_t>(nnz * 6), rng);
+    const auto tensor = RaggedTensor<T, std::int32_t>::from_host(values, lengths, inner_dims);
+    const std::vector<std::int32_t> offsets = tensor.offsets_to_host();
+    const std::int64_t batch = tensor.batch();
+    const std::int64_t longest = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
+    const T pad = test::from_double<T>(9);
+
+    // Default: max_len = the longest sequence, left aligned; the round trip gives the values back.
+    const PaddedTensor<T> padded = tensor.to_padded(pad);
+    REQUIRE(padded.batch == batch);
+    REQUIRE(padded.max_len == longest);
+    REQUIRE(padded.inner_dims == inner_dims);
+    std::vector<T> expected(static_cast<std::size_t>(batch * longest * 6));
+    reference::ragged_to_padded<T, std::int32_t>({values.data(), offsets.data(), batch, nnz, 6},
+                                                 {expected.data(), batch, longest, 6}, pad, Align::kLeft,
+                                                 Truncate::kRight);
+    REQUIRE_BITWISE_EQUAL(padded.data.to_host(), expected);
+    const auto back = RaggedTensor<T, std::int32_t>::from_padded(padded, lengths, test::from_double<T>(-1));
+    REQUIRE(back.nnz() == nnz);
+    REQUIRE(back.inner_dims() == inner_dims);
+    REQUIRE_BITWISE_EQUAL(back.values_to_host(), values);
+
+    // A shorter max_len, right aligned, keeping the last tokens; back again, the dropped tokens are the fill.
+    const std::int64_t short_len = longest / 2;
+    const PaddedTensor<T> cut = tensor.to_padded(pad, short_len, Align::kRight, Truncate::kLeft);
+    std::vector<T> expected_cut(static_cast<std::size_t>(batch * short_len * 6));
+    reference::ragged_to_padded<T, std::int32_t>({values.data(), offsets.data(), batch, nnz, 6},
+                                                 {expected_cut.data(), batch, short_len, 6}, pad, Align::kRight,
+                                                 Truncate::kLeft);
+    REQUIRE_BITWISE_EQUAL(cut.data.to_host(), expected_cut);
+    const T fill = test::from_double<T>(-1);
+    const auto restored =
+        RaggedTensor<T, std::int32_t>::from_padded(cut, lengths, fill, Align::kRight, Truncate::kLeft);
+    std::vector<T> expected_restored(values.size());
+    reference::padded_to_ragged<T, std::int32_t>({expected_cut.data(), batch, short_len, 6},
+                                                 {expected_restored.data(), offsets.data(), batch, nnz, 6}, fill,
+                                                 Align::kRight, Truncate::kLeft);
+    REQUIRE_BITWISE_EQUAL(restored.values_to_host(), expected_restored);
+  }
+  using Tensor = RaggedTensor<T, std::int32_t>;
+  REQUIRE_THROWS_AS(Tensor::from_padded(PaddedTensor<T>{}, {1, 2}), Error);
+}

@@ -1,0 +1,204 @@
+// Device offsets ops against the host versions: lengths -> offsets (with negative-length and int32-overflow
+// records), offsets -> lengths, max length, device validation; plus one op captured in a CUDA graph.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <limits>
+
+#include "common/test_util.h"
+#include "ragged/buffer.h"
+#include "ragged/offsets.h"
+
+using namespace ragged;
+
+namespace {
+
+template <typename LengthT, typename OffsetT>
+void run_lengths_to_offsets(const std::vector<LengthT>& lengths, std::vector<OffsetT>& offsets, CheckResult& check) {
+  const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
+  DeviceBuffer<LengthT> d_lengths(lengths);
+  DeviceBuffer<OffsetT> d_offsets(lengths.size() + 1);
+  DeviceBuffer<CheckResult> d_check(1);
+  test::poison(d_offsets);
+  std::size_t bytes = 0;
+  REQUIRE_OK(lengths_to_offsets(nullptr, bytes, d_lengths.data(), batch, d_offsets.data(), d_check.data(), nullptr));
+  DeviceBuffer<unsigned char> ws(std::max<std::size_t>(bytes, 1));
+  REQUIRE_OK(lengths_to_offsets(ws.data(), bytes, d_lengths.data(), batch, d_offsets.data(), d_check.data(), nullptr));
+  REQUIRE_CUDA(cudaDeviceSynchronize());
+  offsets = d_offsets.to_host();
+  check = d_check.to_host()[0];
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("lengths_to_offsets on the device equals the host version", "[offsets][gpu]", std::int32_t,
+                   std::int64_t) {
+  using OffsetT = TestType;
+  auto rng = test::make_rng(11);
+  for (test::Regime regime : test::all_regimes()) {
+    INFO("regime " << test::regime_name(regime));
+    const std::vector<std::int64_t> lengths64 = test::make_lengths(regime, rng, 3000);
+    const std::vector<std::int32_t> lengths32(lengths64.begin(), lengths64.end());
+    std::vector<OffsetT> expected(lengths64.size() + 1);
+    REQUIRE_OK(lengths_to_offsets_host(lengths64.data(), static_cast<std::int64_t>(lengths64.size()), expected.data()));
+
+    std::vector<OffsetT> got;
+    CheckResult check;
+    run_lengths_to_offsets(lengths64, got, check);
+    REQUIRE(check.ok());
+    REQUIRE_BITWISE_EQUAL(got, expected);
+    run_lengths_to_offsets(lengths32, got, check);
+    REQUIRE(check.ok());
+    REQUIRE_BITWISE_EQUAL(got, expected);
+  }
+}
+
+TEST_CASE("lengths_to_offsets records the first negative length and int32 overflow", "[offsets][gpu][errors]") {
+  std::vector<std::int64_t> lengths(5000, 3);
+  lengths[1234] = -1;
+  lengths[4000] = -5;
+  std::vector<std::int32_t> offsets;
+  CheckResult check;
+  run_lengths_to_offsets(lengths, offsets, check);
+  REQUIRE(check.status() == Status::kNegativeLength);
+  REQUIRE(check.index() == 1234);
+  // Negative lengths count as 0, so the offsets stay non-decreasing.
+  REQUIRE(std::is_sorted(offsets.begin(), offsets.end()));
+
+  std::vector<std::int64_t> big(4, std::int64_t{1} << 30);  // the 2nd entry reaches 2^31: too big for int32
+  run_lengths_to_offsets(big, offsets, check);
+  REQUIRE(check.status() == Status::kSizeOverflow);
+  REQUIRE(check.index() == 2);
+  REQUIRE(offsets[2] == std::numeric_limits<std::int32_t>::max());
+  std::vector<std::int64_t> offsets64;
+  run_lengths_to_offsets(big, offsets64, check);
+  REQUIRE(check.ok());
+  REQUIRE(offsets64[4] == std::int64_t{1} << 32);
+}
+
+TEMPLATE_TEST_CASE("offsets_to_lengths and max_length", "[offsets][gpu]", std::int32_t, std::int64_t) {
+  using OffsetT = TestType;
+  auto rng = test::make_rng(12);
+  for (test::Regime regime : test::all_regimes()) {
+    INFO("regime " << test::regime_name(regime));
+    const std::vector<std::int64_t> lengths = test::make_lengths(regime, rng, 500);
+    const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
+    std::vector<OffsetT> offsets(lengths.size() + 1);
+    REQUIRE_OK(lengths_to_offsets_host(lengths.data(), batch, offsets.data()));
+    DeviceBuffer<OffsetT> d_offsets(offsets);
+    DeviceBuffer<std::int64_t> d_lengths(lengths.size());
+    DeviceBuffer<std::int64_t> d_max(1);
+    test::poison(d_lengths);
+    test::poison(d_max);
+    std::size_t bytes = 0;
+    REQUIRE_OK(offsets_to_lengths(nullptr, bytes, d_offsets.data(), batch, d_lengths.data(), nullptr));
+    REQUIRE(bytes == 0);
+    DeviceBuffer<unsigned char> one_byte(1);
+    REQUIRE_OK(offsets_to_lengths(one_byte.data(), bytes, d_offsets.data(), batch, d_lengths.data(), nullptr));
+    REQUIRE_OK(max_length(nullptr, bytes, d_offsets.data(), batch, d_max.data(), nullptr));
+    DeviceBuffer<unsigned char> ws(std::max<std::size_t>(bytes, 1));
+    REQUIRE_OK(max_length(ws.data(), bytes, d_offsets.data(), batch, d_max.data(), nullptr));
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    REQUIRE(d_lengths.to_host() == lengths);
+    const std::int64_t expected_max = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
+    REQUIRE(d_max.to_host()[0] == expected_max);
+  }
+}
+
+TEMPLATE_TEST_CASE("validate_offsets on the device finds the first bad entry", "[offsets][gpu][errors]", std::int32_t,
+                   std::int64_t) {
+  using OffsetT = TestType;
+  auto validate = [](const std::vector<OffsetT>& offsets, std::int64_t capacity, std::int64_t expected_nnz) {
+    DeviceBuffer<OffsetT> d_offsets(offsets);
+    DeviceBuffer<CheckResult> d_check(1);
+    test::poison(d_check);
+    DeviceBuffer<unsigned char> one_byte(1);
+    std::size_t bytes = 0;
+    const std::int64_t batch = static_cast<std::int64_t>(offsets.size()) - 1;
+    REQUIRE_OK(validate_offsets(one_byte.data(), bytes, d_offsets.data(), batch, capacity, expected_nnz,
+                                d_check.data(), nullptr));
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    return d_check.to_host()[0];
+  };
+  std::vector<OffsetT> good(10001);
+  for (std::size_t i = 0; i < good.size(); ++i) good[i] = static_cast<OffsetT>(i * 2);
+  REQUIRE(validate(good, 20000, 20000).ok());
+  REQUIRE(validate(good, 20000, -1).ok());
+  REQUIRE(validate({0}, 0, 0).ok());
+
+  std::vector<OffsetT> bad = good;
+  bad[700] = 5;   // decreasing at 700 (and increasing again at 701)
+  bad[9000] = 0;  // decreasing again later: the first failure must win
+  CheckResult r = validate(bad, 20000, 20000);
+  REQUIRE(r.status() == Status::kInvalidOffsets);
+  REQUIRE(r.index() == 700);
+  REQUIRE(describe(r) == "invalid offsets at offsets[700]");
+
+  bad = good;
+  bad[0] = 1;
+  REQUIRE(validate(bad, 20000, -1).index() == 0);
+  REQUIRE(validate(good, 19999, -1).index() == 10000);  // beyond capacity
+  REQUIRE(validate(good, 30000, 19000).index() == 10000);  // nnz mismatch
+}
+
+TEST_CASE("device ops report bad arguments without launching", "[offsets][gpu][errors]") {
+  std::size_t bytes = 0;
+  DeviceBuffer<std::int32_t> d_offsets(3);
+  REQUIRE(lengths_to_offsets<std::int32_t, std::int32_t>(nullptr, bytes, nullptr, 2, d_offsets.data(), nullptr,
+                                                         nullptr) == Status::kNullPointer);
+  REQUIRE(std::string(last_error_message()).find("lengths") != std::string::npos);
+  REQUIRE(max_length<std::int32_t>(nullptr, bytes, d_offsets.data(), -3, nullptr, nullptr) ==
+          Status::kInvalidArgument);
+
+  DeviceBuffer<std::int32_t> d_lengths(std::vector<std::int32_t>{1, 2});
+  REQUIRE_OK(lengths_to_offsets(nullptr, bytes, d_lengths.data(), 2, d_offsets.data(), nullptr, nullptr));
+  DeviceBuffer<unsigned char> ws(bytes);
+  std::size_t too_small = bytes - 1;
+  REQUIRE(lengths_to_offsets(ws.data(), too_small, d_lengths.data(), 2, d_offsets.data(), nullptr, nullptr) ==
+          Status::kWorkspaceTooSmall);
+}
+
+TEST_CASE("lengths_to_offsets can be captured in a CUDA graph and replayed", "[offsets][gpu][graph]") {
+  auto rng = test::make_rng(13);
+  std::vector<std::int32_t> lengths(3000);
+  std::uniform_int_distribution<int> len(0, 100);
+  for (auto& l : lengths) l = len(rng);
+  const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
+
+  cudaStream_t stream = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  {
+    DeviceBuffer<std::int32_t> d_lengths(lengths, stream);
+    DeviceBuffer<std::int64_t> d_offsets(lengths.size() + 1, stream);
+    DeviceBuffer<CheckResult> d_check(1, stream);
+    std::size_t bytes = 0;
+    REQUIRE_OK(lengths_to_offsets(nullptr, bytes, d_lengths.data(), batch, d_offsets.data(), d_check.data(), stream));
+    DeviceBuffer<unsigned char> ws(bytes, stream);
+    REQUIRE_CUDA(cudaStreamSynchronize(stream));
+
+    cudaGraph_t graph = nullptr;
+    REQUIRE_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const Status captured =
+        lengths_to_offsets(ws.data(), bytes, d_lengths.data(), batch, d_offsets.data(), d_check.data(), stream);
+    REQUIRE_CUDA(cudaStreamEndCapture(stream, &graph));
+    REQUIRE_OK(captured);
+    cudaGraphExec_t exec = nullptr;
+    REQUIRE_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+
+    // Capturing must not have run anything; each replay must recompute from the current lengths.
+    for (int round = 0; round < 2; ++round) {
+      for (auto& l : lengths) l = len(rng);
+      d_lengths.copy_from_host(lengths.data(), lengths.size());
+      test::poison(d_offsets);
+      REQUIRE_CUDA(cudaGraphLaunch(exec, stream));
+      REQUIRE_CUDA(cudaStreamSynchronize(stream));
+      std::vector<std::int64_t> expected(lengths.size() + 1);
+      REQUIRE_OK(lengths_to_offsets_host(lengths.data(), batch, expected.data()));
+      REQUIRE(d_offsets.to_host() == expected);
+      REQUIRE(d_check.to_host()[0].ok());
+    }
+    REQUIRE_CUDA(cudaGraphExecDestroy(exec));
+    REQUIRE_CUDA(cudaGraphDestroy(graph));
+  }
+  REQUIRE_CUDA(cudaStreamDestroy(stream));
+}

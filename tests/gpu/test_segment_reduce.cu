@@ -1,0 +1,425 @@
+// segment_reduce and segment_reduce_backward on the device against the CPU reference: every op (max / min with
+// and without an arg output), every T, both offset types, D in {1, 3, 64, 1000}, every length regime plus
+// power-law lengths and one row holding ~all of 1M+ elements; NaN, ties and signed zeros; bitwise determinism
+// and batch invariance; capture in a CUDA graph; bad arguments and malformed offsets.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <limits>
+
+#include "gpu/segment_common.h"
+
+using namespace ragged;
+using namespace ragged::test::segment;
+using test::HostRagged;
+
+namespace {
+
+constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin};
+
+bool is_extreme(ReduceOp op) { return op == ReduceOp::kMax || op == ReduceOp::kMin; }
+
+template <typename T>
+struct ReduceOutput {
+  std::vector<T> out;
+  std::vector<std::int64_t> arg;  // empty when no arg output was asked for
+};
+
+// segment_reduce on the device, outputs poisoned first.
+template <typename T, typename OffsetT>
+ReduceOutput<T> device_reduce(const DeviceRagged<T, OffsetT>& d, ReduceOp op, bool with_arg, float empty_value) {
+  DeviceBuffer<T> out(d.batch * d.inner);
+  DeviceBuffer<std::int64_t> arg(with_arg ? d.batch * d.inner : 0);
+  test::poison(out);
+  test::poison(arg);
+  std::int64_t* arg_ptr = with_arg ? arg.data() : nullptr;
+  REQUIRE_OK(run_two_phase([&](void* workspace, std::size_t& bytes) {
+    return segment_reduce(workspace, bytes, d.view(), op, out.data(), arg_ptr, empty_value, nullptr);
+  }));
+  return {out.to_host(), with_arg ? arg.to_host() : std::vector<std::int64_t>()};
+}
+
+// segment_reduce_backward on the device with shape.values null (it must not be read), grad_in poisoned first.
+template <typename T, typename OffsetT>
+std::vector<T> device_reduce_backward(const DeviceRagged<T, OffsetT>& d, ReduceOp op, const std::vector<T>& grad_out,
+                                      const std::vector<std::int64_t>& arg) {
+  DeviceBuffer<T> d_grad_out(grad_out);
+  DeviceBuffer<std::int64_t> d_arg(arg);
+  DeviceBuffer<T> grad_in(d.nnz * d.inner);
+  test::poison(grad_in);
+  RaggedView<const T, OffsetT> shape = d.view();
+  shape.values = nullptr;
+  const std::int64_t* arg_ptr = is_extreme(op) ? d_arg.data() : nullptr;
+  REQUIRE_OK(run_two_phase([&](void* workspace, std::size_t& bytes) {
+    return segment_reduce_backward(workspace, bytes, shape, op, d_grad_out.data(), arg_ptr, grad_in.data(), nullptr);
+  }));
+  return grad_in.to_host();
+}
+
+// Every op forward (with and without arg) and backward on one input, against the CPU reference.
+template <typename T, typename OffsetT>
+void check_all_ops(const HostRagged<T, OffsetT>& host, float empty_value, std::mt19937_64& rng) {
+  const DeviceRagged<T, OffsetT> dev(host);
+  const std::int64_t inner = host.inner, count = host.batch * inner;
+  const std::int64_t used = static_cast<std::int64_t>(host.offsets.back()) * inner;
+
+  // sum |x| per output: the scale of float accumulation error.
+  std::vector<double> abs_sum(count, 0.0);
+  for (std::int64_t b = 0; b < host.batch; ++b)
+    for (std::int64_t row = host.begin(b); row < host.begin(b) + host.length(b); ++row)
+      for (std::int64_t d = 0; d < inner; ++d) abs_sum[b * inner + d] += std::abs(test::to_double(host.at(row, d)));
+
+  for (ReduceOp op : kAllOps) {
+    INFO("op " << reduce_op_name(op) << ", empty_value " << empty_value);
+    std::vector<T> ref(count);
+    std::vector<std::int64_t> ref_arg(count, -2);
+    reference::segment_reduce(host.view(), op, ref.data(), is_extreme(op) ? ref_arg.data() : nullptr, empty_value);
+
+    std::vector<std::int64_t> device_arg;
+    if (is_extreme(op)) {
+      // Max / min move one input value: exact, with and without the arg output.
+      ReduceOutput<T> with_arg = device_reduce(dev, op, true, empty_value);
+      std::string failure = compare_values_exact(with_arg.out, ref, 0, count);
+      INFO("with arg: " << failure);
+      REQUIRE(failure.empty());
+      REQUIRE(with_arg.arg == ref_arg);
+      ReduceOutput<T> no_arg = device_reduce(dev, op, false, empty_value);
+      failure = compare_values_exact(no_arg.out, ref, 0, count);
+      INFO("without arg: " << failure);
+      REQUIRE(failure.empty());
+      device_arg = with_arg.arg;
+    } else {
+      ReduceOutput<T> got = device_reduce(dev, op, false, empty_value);
+      std::vector<double> bound(count);
+      for (std::int64_t k = 0; k < count; ++k) {
+        const std::int64_t length = host.length(k / inner);
+        bound[k] = op == ReduceOp::kSum ? 1e-5 * abs_sum[k] : 1e-5 * abs_sum[k] / std::max<std::int64_t>(length, 1);
+      }
+      std::vector<T> naive_t;
+      if (is_low_precision<T>()) naive_t = naive_sum_or_mean(host, op, empty_value);
+      const std::string failure =
+          compare_to_reference(got.out, ref, is_low_precision<T>() ? &naive_t : nullptr, bound, 0, count);
+      INFO(failure);
+      REQUIRE(failure.empty());
+      // Empty sequences give empty_value exactly.
+      for (std::int64_t b = 0; b < host.batch; ++b)
+        if (host.length(b) == 0)
+          REQUIRE(std::memcmp(&got.out[b * inner], &ref[b * inner], inner * sizeof(T)) == 0);
+    }
+
+    // Backward: copies and routing are exact; the mean's division may round differently by one ulp.
+    const std::vector<T> grad_out = test::random_values<T>(count, rng);
+    std::vector<T> grad_ref(host.values.size());
+    reference::segment_reduce_backward(host.view(), op, grad_out.data(), ref_arg.data(), grad_ref.data());
+    const std::vector<T> grad_got = device_reduce_backward(dev, op, grad_out, device_arg);
+    const std::string failure =
+        op == ReduceOp::kMean
+            ? compare_to_reference<T>(grad_got, grad_ref, nullptr, std::vector<double>(grad_ref.size(), 0.0), 0, used)
+            : compare_values_exact(grad_got, grad_ref, 0, used);
+    INFO("backward: " << failure);
+    REQUIRE(failure.empty());
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("segment_reduce on the device matches the CPU reference", "[segment][gpu]", F32_I32, F32_I64,
+                   F16_I32, F16_I64, BF16_I32, BF16_I64) {
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(401);
+  const float empty_values[] = {0.0f, -1.5f, -std::numeric_limits<float>::infinity()};
+  int round = 0;
+  for (std::int64_t inner : kInnerSizes) {
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
+      const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
+      check_all_ops(host, empty_values[round++ % 3], rng);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_reduce on the device: NaN, ties and signed zeros", "[segment][gpu]", F32_I32, F32_I64,
+                   F16_I32, F16_I64, BF16_I32, BF16_I64) {
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(402);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double tie_values[] = {-2.0, -1.0, -0.0, 0.0, 1.0, 2.0};
+  std::uniform_int_distribution<int> pick_tie(0, 5);
+  std::bernoulli_distribution column_has_nan(0.3);
+  for (std::int64_t inner : kInnerSizes) {
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      for (bool ties : {false, true}) {
+        INFO("lengths: " << set.name << ", inner " << inner << (ties ? ", tie-heavy values" : ", random values"));
+        auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
+        if (ties)
+          for (T& v : host.values) v = test::round_to<T>(tie_values[pick_tie(rng)]);
+        // About 30% of the columns get one to three NaNs at random rows.
+        for (std::int64_t b = 0; b < host.batch; ++b) {
+          if (host.length(b) == 0) continue;
+          std::uniform_int_distribution<std::int64_t> row(host.begin(b), host.begin(b) + host.length(b) - 1);
+          for (std::int64_t d = 0; d < inner; ++d)
+            if (column_has_nan(rng))
+              for (int k = 0; k < 1 + static_cast<int>(rng() % 3); ++k) host.at(row(rng), d) = test::round_to<T>(nan);
+        }
+        check_all_ops(host, -1.5f, rng);
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_reduce is deterministic and batch-invariant", "[segment][gpu][determinism]", F32_I32,
+                   F32_I64, F16_I32, F16_I64, BF16_I32, BF16_I64) {
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(403);
+  // Long rows (> 100k elements) so the multi-chunk path runs.
+  for (std::int64_t inner : {1, 64}) {
+    const std::int64_t length = inner == 1 ? 300007 : 5003;
+    const std::vector<T> row = test::random_values<T>(length * inner, rng);
+    const auto e = embed_row<T, OffsetT>(row, length, inner, rng);
+    const DeviceRagged<T, OffsetT> first(e.first), second(e.second);
+    for (ReduceOp op : kAllOps) {
+      INFO("inner " << inner << ", op " << reduce_op_name(op));
+      const bool with_arg = is_extreme(op);
+      const ReduceOutput<T> run1 = device_reduce(first, op, with_arg, 0.0f);
+      const ReduceOutput<T> run2 = device_reduce(first, op, with_arg, 0.0f);
+      REQUIRE_BITWISE_EQUAL(run1.out, run2.out);
+      REQUIRE(run1.arg == run2.arg);
+      const ReduceOutput<T> other = device_reduce(second, op, with_arg, 0.0f);
+      REQUIRE_BITWISE_EQUAL(slice(run1.out, e.index_in_first * inner, inner),
+                            slice(other.out, e.index_in_second * inner, inner));
+      if (with_arg)
+        REQUIRE(slice(run1.arg, e.index_in_first * inner, inner) == slice(other.arg, e.index_in_second * inner, inner));
+    }
+  }
+}
+
+TEST_CASE("segment_reduce and its backward can be captured in a CUDA graph", "[segment][gpu][graph]") {
+  auto rng = test::make_rng(404);
+  const auto host = test::random_ragged<float, std::int32_t>(test::make_lengths(test::Regime::kRandom, rng, 3000), 3, rng);
+  const DeviceRagged<float, std::int32_t> dev(host);
+  const std::int64_t count = host.batch * host.inner;
+  DeviceBuffer<float> out(count);
+  DeviceBuffer<std::int64_t> arg(count);
+  DeviceBuffer<float> grad_in(host.values.size());
+  const std::vector<float> grad_out_host = test::random_values<float>(count, rng);
+  DeviceBuffer<float> grad_out(grad_out_host);
+
+  cudaStream_t stream = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::size_t forward_bytes = 0, backward_bytes = 0;
+  REQUIRE_OK(segment_reduce(nullptr, forward_bytes, dev.view(), ReduceOp::kMax, out.data(), arg.data(), 0.0f, stream));
+  REQUIRE_OK(segment_reduce_backward(nullptr, backward_bytes, dev.view(), ReduceOp::kMax, grad_out.data(), arg.data(),
+                                     grad_in.data(), stream));
+  DeviceBuffer<unsigned char> forward_ws(std::max<std::size_t>(forward_bytes, 1));
+  DeviceBuffer<unsigned char> backward_ws(std::max<std::size_t>(backward_bytes, 1));
+  REQUIRE_CUDA(cudaDeviceSynchronize());
+
+  cudaGraph_t graph = nullptr;
+  REQUIRE_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status forward = segment_reduce(forward_ws.data(), forward_bytes, dev.view(), ReduceOp::kMax, out.data(),
+                                        arg.data(), 0.0f, stream);
+  const Status backward = segment_reduce_backward(backward_ws.data(), backward_bytes, dev.view(), ReduceOp::kMax,
+                                                  grad_out.data(), arg.data(), grad_in.data(), stream);
+  REQUIRE_CUDA(cudaStreamEndCapture(stream, &graph));
+  REQUIRE_OK(forward);
+  REQUIRE_OK(backward);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 2; ++replay) {
+    test::poison(out);
+    test::poison(arg);
+    test::poison(grad_in);
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    REQUIRE_CUDA(cudaGraphLaunch(exec, stream));
+    REQUIRE_CUDA(cudaStreamSynchronize(stream));
+    std::vector<float> ref(count), grad_ref(host.values.size());
+    std::vector<std::int64_t> ref_arg(count);
+    reference::segment_reduce(host.view(), ReduceOp::kMax, ref.data(), ref_arg.data(), 0.0f);
+    reference::segment_reduce_backward(host.view(), ReduceOp::kMax, grad_out_host.data(), ref_arg.data(),
+                                       grad_ref.data());
+    const std::vector<float> got = out.to_host(), grad_got = grad_in.to_host();
+    REQUIRE_BITWISE_EQUAL(got, ref);
+    REQUIRE(arg.to_host() == ref_arg);
+    REQUIRE_BITWISE_EQUAL(grad_got, grad_ref);
+  }
+  REQUIRE_CUDA(cudaGraphExecDestroy(exec));
+  REQUIRE_CUDA(cudaGraphDestroy(graph));
+  REQUIRE_CUDA(cudaStreamDestroy(stream));
+}
+
+TEMPLATE_TEST_CASE("segment_reduce reports bad arguments", "[segment][gpu][errors]", std::int32_t, std::int64_t) {
+  using OffsetT = TestType;
+  const std::vector<std::int64_t> lengths = {3, 0, 4};
+  auto rng = test::make_rng(405);
+  const auto host = test::random_ragged<float, OffsetT>(lengths, 2, rng);
+  const DeviceRagged<float, OffsetT> dev(host);
+  DeviceBuffer<float> out(6), grad_out(6), grad_in(14);
+  DeviceBuffer<std::int64_t> arg(6);
+  std::size_t bytes = 0;
+  auto message_names = [](const char* word) { return std::string(last_error_message()).find(word) != std::string::npos; };
+
+  SECTION("an arg output for sum or mean") {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
+      REQUIRE(segment_reduce(nullptr, bytes, dev.view(), op, out.data(), arg.data(), 0.0f, nullptr) ==
+              Status::kInvalidArgument);
+      REQUIRE(message_names("arg"));
+    }
+    REQUIRE(segment_reduce(nullptr, bytes, dev.view(), static_cast<ReduceOp>(9), out.data(), nullptr, 0.0f,
+                           nullptr) == Status::kInvalidArgument);
+  }
+  SECTION("null pointers with a non-zero size") {
+    auto view = dev.view();
+    view.values = nullptr;
+    REQUIRE(segment_reduce(nullptr, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, nullptr) ==
+            Status::kNullPointer);
+    REQUIRE(message_names("values"));
+    view = dev.view();
+    view.offsets = nullptr;
+    REQUIRE(segment_reduce(nullptr, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, nullptr) ==
+            Status::kNullPointer);
+    REQUIRE(message_names("offsets"));
+    REQUIRE(segment_reduce<float, OffsetT>(nullptr, bytes, dev.view(), ReduceOp::kMax, nullptr, arg.data(), 0.0f,
+                                           nullptr) == Status::kNullPointer);
+    REQUIRE(message_names("out"));
+    REQUIRE(segment_reduce_backward(nullptr, bytes, dev.view(), ReduceOp::kMax, grad_out.data(), nullptr,
+                                    grad_in.data(), nullptr) == Status::kNullPointer);
+    REQUIRE(message_names("arg"));
+    REQUIRE(segment_reduce_backward<float, OffsetT>(nullptr, bytes, dev.view(), ReduceOp::kSum, nullptr, nullptr,
+                                                    grad_in.data(), nullptr) == Status::kNullPointer);
+    REQUIRE(message_names("grad_out"));
+    REQUIRE(segment_reduce_backward<float, OffsetT>(nullptr, bytes, dev.view(), ReduceOp::kSum, grad_out.data(),
+                                                    nullptr, nullptr, nullptr) == Status::kNullPointer);
+    REQUIRE(message_names("grad_in"));
+  }
+  SECTION("negative sizes") {
+    auto view = dev.view();
+    view.batch = -1;
+    REQUIRE(segment_reduce(nullptr, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, nullptr) ==
+            Status::kInvalidArgument);
+    REQUIRE(message_names("batch"));
+    REQUIRE(segment_reduce_backward(nullptr, bytes, view, ReduceOp::kSum, grad_out.data(), nullptr, grad_in.data(),
+                                    nullptr) == Status::kInvalidArgument);
+    view = dev.view();
+    view.nnz = -2;
+    REQUIRE(segment_reduce(nullptr, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, nullptr) ==
+            Status::kInvalidArgument);
+    REQUIRE(message_names("nnz"));
+    view = dev.view();
+    for (std::int64_t inner : {-3, 0}) {  // the ops need at least one column
+      view.inner = inner;
+      REQUIRE(segment_reduce(nullptr, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, nullptr) ==
+              Status::kUnsupportedShape);
+      REQUIRE(message_names("inner"));
+    }
+  }
+  SECTION("a workspace smaller than the query returned") {
+    REQUIRE_OK(segment_reduce(nullptr, bytes, dev.view(), ReduceOp::kSum, out.data(), nullptr, 0.0f, nullptr));
+    REQUIRE(bytes > 0);
+    DeviceBuffer<unsigned char> workspace(bytes);
+    std::size_t too_few = bytes - 1;
+    REQUIRE(segment_reduce(workspace.data(), too_few, dev.view(), ReduceOp::kSum, out.data(), nullptr, 0.0f,
+                           nullptr) == Status::kWorkspaceTooSmall);
+    REQUIRE(segment_reduce_backward(nullptr, bytes, dev.view(), ReduceOp::kMean, grad_out.data(), nullptr,
+                                    grad_in.data(), nullptr) == Status::kSuccess);
+    if (bytes > 0) {
+      too_few = bytes - 1;
+      REQUIRE(segment_reduce_backward(workspace.data(), too_few, dev.view(), ReduceOp::kMean, grad_out.data(),
+                                      nullptr, grad_in.data(), nullptr) == Status::kWorkspaceTooSmall);
+    }
+  }
+  SECTION("an empty batch succeeds and writes nothing") {
+    const std::vector<OffsetT> zero = {0};
+    DeviceBuffer<OffsetT> offsets(zero);
+    for (std::int64_t nnz : {0, 7}) {
+      RaggedView<const float, OffsetT> empty{nnz > 0 ? dev.values.data() : nullptr, offsets.data(), 0, nnz, 2};
+      test::poison(out);
+      test::poison(arg);
+      test::poison(grad_in);
+      const std::vector<float> out_before = out.to_host();
+      const std::vector<std::int64_t> arg_before = arg.to_host();
+      const std::vector<float> grad_before = grad_in.to_host();
+      for (ReduceOp op : kAllOps) {
+        REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
+          return segment_reduce(ws, b, empty, op, out.data(), is_extreme(op) ? arg.data() : nullptr, 1.0f, nullptr);
+        }));
+        REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
+          return segment_reduce_backward(ws, b, empty, op, grad_out.data(), is_extreme(op) ? arg.data() : nullptr,
+                                         grad_in.data(), nullptr);
+        }));
+      }
+      const std::vector<float> out_after = out.to_host(), grad_after = grad_in.to_host();
+      REQUIRE_BITWISE_EQUAL(out_after, out_before);
+      REQUIRE(arg.to_host() == arg_before);
+      REQUIRE_BITWISE_EQUAL(grad_after, grad_before);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_reduce stays in bounds with malformed offsets and args", "[segment][gpu][errors]",
+                   std::int32_t, std::int64_t) {
+  using OffsetT = TestType;
+  constexpr OffsetT kMax = std::numeric_limits<OffsetT>::max();
+  constexpr OffsetT kMin = std::numeric_limits<OffsetT>::min();
+  auto rng = test::make_rng(406);
+  struct Malformed {
+    const char* what;
+    std::vector<OffsetT> offsets;
+    std::int64_t nnz;
+  };
+  std::vector<Malformed> cases = {
+      {"decreasing, negative and beyond nnz", {0, 5, 3, 100000, -7, 20, 20}, 20},
+      {"offsets[0] != 0", {7, 2, 2, 30, 19, 25, 40}, 20},
+      {"type extremes", {0, kMax, kMin, kMax, 0, 20, kMin}, 20},
+  };
+  // Overlapping rows: each odd row spans all of a multi-chunk buffer, so the rows together hold far more chunks
+  // than nnz does; partial buffers sized from nnz must still not overflow.
+  Malformed overlap{"overlapping long rows", {}, 40000};
+  for (int b = 0; b <= 41; ++b) overlap.offsets.push_back(b % 2 == 0 ? 0 : static_cast<OffsetT>(overlap.nnz));
+  cases.push_back(overlap);
+
+  for (const Malformed& c : cases) {
+    for (std::int64_t inner : {1, 3, 64}) {
+      INFO(c.what << ", inner " << inner);
+      const std::int64_t batch = static_cast<std::int64_t>(c.offsets.size()) - 1;
+      DeviceBuffer<OffsetT> offsets(c.offsets);
+      DeviceBuffer<float> values(test::random_values<float>(c.nnz * inner, rng));
+      DeviceBuffer<float> out(batch * inner), grad_out(test::random_values<float>(batch * inner, rng));
+      DeviceBuffer<float> grad_in(c.nnz * inner);
+      // Args out of every range: backward must not route a gradient through them.
+      std::vector<std::int64_t> wild_args(batch * inner);
+      for (std::size_t k = 0; k < wild_args.size(); ++k)
+        wild_args[k] = k % 3 == 0 ? -5 : (k % 3 == 1 ? (std::int64_t{1} << 40) : static_cast<std::int64_t>(k));
+      DeviceBuffer<std::int64_t> arg(wild_args);
+      const RaggedView<const float, OffsetT> view{values.data(), offsets.data(), batch, c.nnz, inner};
+      for (ReduceOp op : kAllOps) {
+        REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
+          return segment_reduce_backward(ws, b, view, op, grad_out.data(), arg.data(), grad_in.data(), nullptr);
+        }));
+        REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
+          return segment_reduce(ws, b, view, op, out.data(), is_extreme(op) ? arg.data() : nullptr, 0.0f, nullptr);
+        }));
+      }
+      REQUIRE_CUDA(cudaGetLastError());
+    }
+  }
+}
+
+TEST_CASE("segment_reduce_backward puts the gradient nowhere for an arg outside the sequence", "[segment][gpu]") {
+  auto rng = test::make_rng(407);
+  const auto host = test::random_ragged<float, std::int64_t>({4, 0, 9, 1, 300}, 3, rng);
+  const DeviceRagged<float, std::int64_t> dev(host);
+  const std::int64_t count = host.batch * host.inner;
+  std::vector<std::int64_t> args(count);
+  std::uniform_int_distribution<std::int64_t> any(-3, 310);
+  for (auto& a : args) a = any(rng);
+  const std::vector<float> grad_out = test::random_values<float>(count, rng);
+  for (ReduceOp op : {ReduceOp::kMax, ReduceOp::kMin}) {
+    std::vector<float> ref(host.values.size());
+    reference::segment_reduce_backward(host.view(), op, grad_out.data(), args.data(), ref.data());
+    const std::vector<float> got = device_reduce_backward(dev, op, grad_out, args);
+    REQUIRE_BITWISE_EQUAL(got, ref);
+  }
+}

@@ -1,0 +1,318 @@
+// segment_softmax / log-softmax and their backward passes on the device against the CPU reference: every T, both
+// offset types, D in {1, 3, 64, 1000}, every length regime plus power-law lengths and one row holding ~all of
+// 1M+ elements; NaN and masked (-inf) inputs; spare rows past offsets[batch] left untouched; bitwise determinism
+// and batch invariance; bad arguments and malformed offsets.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <limits>
+
+#include "gpu/segment_common.h"
+
+using namespace ragged;
+using namespace ragged::test::segment;
+using test::HostRagged;
+
+namespace {
+
+constexpr std::int64_t kSpareRows = 3;  // capacity past offsets[batch]: never written
+
+template <typename T, typename OffsetT>
+std::vector<T> device_softmax(const DeviceRagged<T, OffsetT>& d, bool log) {
+  DeviceBuffer<T> out(d.nnz * d.inner);
+  test::poison(out);
+  REQUIRE_OK(run_two_phase([&](void* workspace, std::size_t& bytes) {
+    return segment_softmax(workspace, bytes, d.view(), log, out.data(), nullptr);
+  }));
+  return out.to_host();
+}
+
+// segment_softmax_backward with shape.values null (it must not be read), grad_in poisoned first.
+template <typename T, typename OffsetT>
+std::vector<T> device_softmax_backward(const DeviceRagged<T, OffsetT>& d, bool log, const std::vector<T>& y,
+                                       const std::vector<T>& dy) {
+  DeviceBuffer<T> d_y(y), d_dy(dy), grad_in(d.nnz * d.inner);
+  test::poison(grad_in);
+  RaggedView<const T, OffsetT> shape = d.view();
+  shape.values = nullptr;
+  REQUIRE_OK(run_two_phase([&](void* workspace, std::size_t& bytes) {
+    return segment_softmax_backward(workspace, bytes, shape, log, d_y.data(), d_dy.data(), grad_in.data(), nullptr);
+  }));
+  return grad_in.to_host();
+}
+
+template <typename T>
+bool is_poison(const T& v) {
+  T poison;
+  std::memset(&poison, 0xff, sizeof(T));
+  return std::memcmp(&v, &poison, sizeof(T)) == 0;
+}
+
+// Forward (softmax and log-softmax) and backward on one input against the CPU reference.
+template <typename T, typename OffsetT>
+void check_softmax(const HostRagged<T, OffsetT>& host, std::mt19937_64& rng) {
+  const DeviceRagged<T, OffsetT> dev(host);
+  const std::int64_t inner = host.inner, size = static_cast<std::int64_t>(host.values.size());
+  const std::int64_t used = static_cast<std::int64_t>(host.offsets.back()) * inner;
+
+  for (bool log : {false, true}) {
+    INFO((log ? "log-softmax" : "softmax"));
+    std::vector<T> ref(size, test::round_to<T>(std::numeric_limits<double>::quiet_NaN()));
+    reference::segment_softmax(host.view(), log, ref.data());
+    const std::vector<T> got = device_softmax(dev, log);
+    // float: exp and the sum in float keep ~1e-6 relative error; log-softmax's error is absolute in log(sum).
+    std::vector<double> bound(size);
+    for (std::int64_t k = 0; k < used; ++k) {
+      const double r = std::abs(test::to_double(ref[k]));
+      bound[k] = log ? 1e-5 * (1.0 + (std::isfinite(r) ? r : 0.0)) : 1e-5 * r;
+    }
+    std::vector<T> naive_t;
+    if (is_low_precision<T>()) naive_t = naive_softmax(host, log);
+    std::string failure = compare_to_reference(got, ref, is_low_precision<T>() ? &naive_t : nullptr, bound, 0, used);
+    INFO("forward: " << failure);
+    REQUIRE(failure.empty());
+    std::int64_t written_spare = -1;
+    for (std::int64_t k = used; k < size && written_spare < 0; ++k)
+      if (!is_poison(got[k])) written_spare = k;
+    INFO("spare element " << written_spare << " was written");
+    REQUIRE(written_spare == -1);
+
+    // Backward from the reference's y (spare rows hold NaN: they must not leak into any sequence).
+    const std::vector<T> dy = test::random_values<T>(size, rng);
+    std::vector<T> grad_ref(size, test::round_to<T>(std::numeric_limits<double>::quiet_NaN()));
+    reference::segment_softmax_backward(host.view(), log, ref.data(), dy.data(), grad_ref.data());
+    const std::vector<T> grad_got = device_softmax_backward(dev, log, ref, dy);
+    // Error scale per element: softmax |y| (|dy| + sum |dy y|); log-softmax |dy| + exp(y) sum |dy|.
+    std::vector<double> grad_bound(size, 0.0);
+    for (std::int64_t b = 0; b < host.batch; ++b) {
+      for (std::int64_t d = 0; d < inner; ++d) {
+        const std::int64_t first = host.begin(b) * inner + d, length = host.length(b);
+        double column = 0.0;
+        for (std::int64_t i = 0; i < length; ++i) {
+          const std::int64_t k = first + i * inner;
+          column += std::abs(test::to_double(dy[k]) * (log ? 1.0 : test::to_double(ref[k])));
+        }
+        for (std::int64_t i = 0; i < length; ++i) {
+          const std::int64_t k = first + i * inner;
+          const double y = test::to_double(ref[k]), g = std::abs(test::to_double(dy[k]));
+          grad_bound[k] = 1e-5 * (log ? g + std::exp(y) * column : std::abs(y) * (g + column));
+        }
+      }
+    }
+    std::vector<T> naive_grad;
+    if (is_low_precision<T>()) naive_grad = naive_softmax_backward(host, log, ref, dy);
+    failure = compare_to_reference(grad_got, grad_ref, is_low_precision<T>() ? &naive_grad : nullptr, grad_bound, 0,
+                                   used);
+    INFO("backward: " << failure);
+    REQUIRE(failure.empty());
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("segment_softmax on the device matches the CPU reference", "[segment][gpu]", F32_I32, F32_I64,
+                   F16_I32, F16_I64, BF16_I32, BF16_I64) {
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(501);
+  for (std::int64_t inner : kInnerSizes) {
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
+      check_softmax(test::random_ragged<T, OffsetT>(set.lengths, inner, rng, kSpareRows), rng);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_softmax on the device: NaN and masked (-inf) inputs", "[segment][gpu]", F32_I32,
+                   F16_I64, BF16_I32) {
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(502);
+  std::bernoulli_distribution masked(0.2), column_has_nan(0.2);
+  for (std::int64_t inner : kInnerSizes) {
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << ", inner " << inner);
+      auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng, kSpareRows);
+      for (std::int64_t b = 0; b < host.batch; ++b) {
+        const std::int64_t length = host.length(b);
+        if (length == 0) continue;
+        std::uniform_int_distribution<std::int64_t> row(host.begin(b), host.begin(b) + length - 1);
+        for (std::int64_t d = 0; d < inner; ++d) {
+          // Mask (-inf) about 20% of the entries, but never the first of a sequence: a fully masked column has no
+          // maximum and is left to the NaN case.
+          for (std::int64_t i = 1; i < length; ++i)
+            if (masked(rng)) host.at(host.begin(b) + i, d) = test::round_to<T>(-std::numeric_limits<double>::infinity());
+          if (column_has_nan(rng)) host.at(row(rng), d) = test::round_to<T>(std::numeric_limits<double>::quiet_NaN());
+        }
+      }
+      check_softmax(host, rng);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_softmax is deterministic and batch-invariant", "[segment][gpu][determinism]", F32_I32,
+                   F32_I64, F16_I32, F16_I64, BF16_I32, BF16_I64) {
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(503);
+  for (std::int64_t inner : {1, 64}) {
+    const std::int64_t length = inner == 1 ? 300007 : 5003;  // > 100k elements: the multi-chunk path
+    const std::vector<T> row = test::random_values<T>(length * inner, rng);
+    const std::vector<T> row_dy = test::random_values<T>(length * inner, rng);
+    const auto e = embed_row<T, OffsetT>(row, length, inner, rng);
+    const DeviceRagged<T, OffsetT> first(e.first), second(e.second);
+    const std::int64_t at_first = e.first.begin(e.index_in_first) * inner;
+    const std::int64_t at_second = e.second.begin(e.index_in_second) * inner;
+    const std::int64_t count = length * inner;
+    for (bool log : {false, true}) {
+      INFO("inner " << inner << (log ? ", log-softmax" : ", softmax"));
+      const std::vector<T> run1 = device_softmax(first, log);
+      const std::vector<T> run2 = device_softmax(first, log);
+      REQUIRE_BITWISE_EQUAL(run1, run2);
+      const std::vector<T> other = device_softmax(second, log);
+      REQUIRE_BITWISE_EQUAL(slice(run1, at_first, count), slice(other, at_second, count));
+
+      // Backward: the same y and dy rows in both batches, random neighbours.
+      std::vector<T> y_first = run1, y_second = other;
+      std::vector<T> dy_first = test::random_values<T>(y_first.size(), rng);
+      std::vector<T> dy_second = test::random_values<T>(y_second.size(), rng);
+      std::copy(row_dy.begin(), row_dy.end(), dy_first.begin() + at_first);
+      std::copy(row_dy.begin(), row_dy.end(), dy_second.begin() + at_second);
+      const std::vector<T> grad1 = device_softmax_backward(first, log, y_first, dy_first);
+      const std::vector<T> grad2 = device_softmax_backward(first, log, y_first, dy_first);
+      REQUIRE_BITWISE_EQUAL(grad1, grad2);
+      const std::vector<T> grad_other = device_softmax_backward(second, log, y_second, dy_second);
+      REQUIRE_BITWISE_EQUAL(slice(grad1, at_first, count), slice(grad_other, at_second, count));
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_softmax reports bad arguments", "[segment][gpu][errors]", std::int32_t, std::int64_t) {
+  using OffsetT = TestType;
+  auto rng = test::make_rng(504);
+  const auto host = test::random_ragged<float, OffsetT>({3, 0, 4}, 2, rng);
+  const DeviceRagged<float, OffsetT> dev(host);
+  DeviceBuffer<float> out(14), grad_out(14), grad_in(14);
+  std::size_t bytes = 0;
+  auto message_names = [](const char* word) { return std::string(last_error_message()).find(word) != std::string::npos; };
+
+  SECTION("null pointers with a non-zero size") {
+    auto view = dev.view();
+    view.values = nullptr;
+    REQUIRE(segment_softmax(nullptr, bytes, view, false, out.data(), nullptr) == Status::kNullPointer);
+    REQUIRE(message_names("values"));
+    view = dev.view();
+    view.offsets = nullptr;
+    REQUIRE(segment_softmax(nullptr, bytes, view, false, out.data(), nullptr) == Status::kNullPointer);
+    REQUIRE(message_names("offsets"));
+    REQUIRE(segment_softmax<float, OffsetT>(nullptr, bytes, dev.view(), true, nullptr, nullptr) ==
+            Status::kNullPointer);
+    REQUIRE(message_names("out"));
+    REQUIRE(segment_softmax_backward<float, OffsetT>(nullptr, bytes, dev.view(), false, nullptr, grad_out.data(),
+                                                     grad_in.data(), nullptr) == Status::kNullPointer);
+    REQUIRE(segment_softmax_backward<float, OffsetT>(nullptr, bytes, dev.view(), false, out.data(), nullptr,
+                                                     grad_in.data(), nullptr) == Status::kNullPointer);
+    REQUIRE(message_names("grad_out"));
+    REQUIRE(segment_softmax_backward<float, OffsetT>(nullptr, bytes, dev.view(), true, out.data(), grad_out.data(),
+                                                     nullptr, nullptr) == Status::kNullPointer);
+    REQUIRE(message_names("grad_in"));
+  }
+  SECTION("negative sizes") {
+    auto view = dev.view();
+    view.batch = -4;
+    REQUIRE(segment_softmax(nullptr, bytes, view, false, out.data(), nullptr) == Status::kInvalidArgument);
+    REQUIRE(message_names("batch"));
+    REQUIRE(segment_softmax_backward(nullptr, bytes, view, false, out.data(), grad_out.data(), grad_in.data(),
+                                     nullptr) == Status::kInvalidArgument);
+    view = dev.view();
+    view.nnz = -1;
+    REQUIRE(segment_softmax(nullptr, bytes, view, false, out.data(), nullptr) == Status::kInvalidArgument);
+    view = dev.view();
+    for (std::int64_t inner : {-1, 0}) {
+      view.inner = inner;
+      REQUIRE(segment_softmax(nullptr, bytes, view, true, out.data(), nullptr) == Status::kUnsupportedShape);
+      REQUIRE(message_names("inner"));
+    }
+  }
+  SECTION("a workspace smaller than the query returned") {
+    REQUIRE_OK(segment_softmax(nullptr, bytes, dev.view(), false, out.data(), nullptr));
+    REQUIRE(bytes > 0);
+    DeviceBuffer<unsigned char> workspace(bytes);
+    std::size_t too_few = bytes - 1;
+    REQUIRE(segment_softmax(workspace.data(), too_few, dev.view(), false, out.data(), nullptr) ==
+            Status::kWorkspaceTooSmall);
+    REQUIRE_OK(segment_softmax_backward(nullptr, bytes, dev.view(), false, out.data(), grad_out.data(),
+                                        grad_in.data(), nullptr));
+    REQUIRE(bytes > 0);
+    DeviceBuffer<unsigned char> backward_workspace(bytes);
+    too_few = bytes - 1;
+    REQUIRE(segment_softmax_backward(backward_workspace.data(), too_few, dev.view(), false, out.data(),
+                                     grad_out.data(), grad_in.data(), nullptr) == Status::kWorkspaceTooSmall);
+  }
+  SECTION("an empty batch succeeds and writes nothing") {
+    const std::vector<OffsetT> zero = {0};
+    DeviceBuffer<OffsetT> offsets(zero);
+    for (std::int64_t nnz : {0, 7}) {
+      RaggedView<const float, OffsetT> empty{nnz > 0 ? dev.values.data() : nullptr, offsets.data(), 0, nnz, 2};
+      test::poison(out);
+      test::poison(grad_in);
+      const std::vector<float> out_before = out.to_host(), grad_before = grad_in.to_host();
+      for (bool log : {false, true}) {
+        REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
+          return segment_softmax(ws, b, empty, log, out.data(), nullptr);
+        }));
+        REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
+          return segment_softmax_backward(ws, b, empty, log, grad_out.data(), grad_out.data(), grad_in.data(),
+                                          nullptr);
+        }));
+      }
+      const std::vector<float> out_after = out.to_host(), grad_after = grad_in.to_host();
+      REQUIRE_BITWISE_EQUAL(out_after, out_before);
+      REQUIRE_BITWISE_EQUAL(grad_after, grad_before);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_softmax stays in bounds with malformed offsets", "[segment][gpu][errors]", std::int32_t,
+                   std::int64_t) {
+  using OffsetT = TestType;
+  constexpr OffsetT kMax = std::numeric_limits<OffsetT>::max();
+  constexpr OffsetT kMin = std::numeric_limits<OffsetT>::min();
+  auto rng = test::make_rng(505);
+  struct Malformed {
+    const char* what;
+    std::vector<OffsetT> offsets;
+    std::int64_t nnz;
+  };
+  std::vector<Malformed> cases = {
+      {"decreasing, negative and beyond nnz", {0, 5, 3, 100000, -7, 20, 20}, 20},
+      {"offsets[0] != 0", {7, 2, 2, 30, 19, 25, 40}, 20},
+      {"type extremes", {0, kMax, kMin, kMax, 0, 20, kMin}, 20},
+  };
+  // Overlapping multi-chunk rows: together they hold far more chunks than nnz does.
+  Malformed overlap{"overlapping long rows", {}, 40000};
+  for (int b = 0; b <= 41; ++b) overlap.offsets.push_back(b % 2 == 0 ? 0 : static_cast<OffsetT>(overlap.nnz));
+  cases.push_back(overlap);
+
+  for (const Malformed& c : cases) {
+    for (std::int64_t inner : {1, 3, 64}) {
+      INFO(c.what << ", inner " << inner);
+      const std::int64_t batch = static_cast<std::int64_t>(c.offsets.size()) - 1;
+      const std::int64_t size = c.nnz * inner;
+      DeviceBuffer<OffsetT> offsets(c.offsets);
+      DeviceBuffer<float> values(test::random_values<float>(size, rng));
+      DeviceBuffer<float> dy(test::random_values<float>(size, rng));
+      DeviceBuffer<float> out(size), grad_in(size);
+      const RaggedView<const float, OffsetT> view{values.data(), offsets.data(), batch, c.nnz, inner};
+      for (bool log : {false, true}) {
+        REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
+          return segment_softmax(ws, b, view, log, out.data(), nullptr);
+        }));
+        REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
+          return segment_softmax_backward(ws, b, view, log, values.data(), dy.data(), grad_in.data(), nullptr);
+        }));
+      }
+      REQUIRE_CUDA(cudaGetLastError());
+    }
+  }
+}
