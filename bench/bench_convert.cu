@@ -49,13 +49,8 @@ void bench_conversion(benchmark::State& state, const RaggedCase& c, Direction di
     ragged_values.fill_bytes(0x3c);  // the values do not matter to a data-movement op, only that they exist
     padded.fill_bytes(0x3c);
 
-    RaggedView<float, std::int32_t> ragged_view;
-    ragged_view.values = ragged_values.data();
-    ragged_view.offsets = offsets.data();
-    ragged_view.batch = c.batch;
-    ragged_view.nnz = c.tokens;
-    ragged_view.inner = c.inner;
-    RaggedView<const float, std::int32_t> ragged_const{ragged_view.values, ragged_view.offsets, c.batch, c.tokens,
+    RaggedView<float, std::int32_t> ragged_view{ragged_values.data(), offsets.data(), c.batch, c.tokens, c.inner};
+    RaggedView<const float, std::int32_t> ragged_const{ragged_values.data(), offsets.data(), c.batch, c.tokens,
                                                        c.inner};
     PaddedView<float> padded_view{padded.data(), c.batch, c.max_len, c.inner};
     PaddedView<const float> padded_const{padded.data(), c.batch, c.max_len, c.inner};

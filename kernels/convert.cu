@@ -61,7 +61,7 @@ __device__ __forceinline__ std::int64_t padded_source(const Params& p, std::int6
 }
 
 template <typename Vec, typename OffsetT, typename Divider>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+__global__ void __launch_bounds__(kThreads)
     ragged_to_padded_kernel(const __grid_constant__ ToPaddedParams<Vec, OffsetT, Divider> p) {
   const std::int64_t grid_stride = static_cast<std::int64_t>(gridDim.x) * kTile;
   for (std::int64_t tile = static_cast<std::int64_t>(blockIdx.x) * kTile; tile < p.total; tile += grid_stride) {
@@ -137,7 +137,7 @@ __device__ std::int64_t warp_find_sequence(const OffsetT* offsets, std::int64_t 
 }
 
 template <typename Vec, typename OffsetT, typename Divider>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+__global__ void __launch_bounds__(kThreads)
     padded_to_ragged_kernel(const __grid_constant__ ToRaggedParams<Vec, OffsetT, Divider> p) {
   // The sequences of the tile's first and last rows: every row in between belongs to one in that range.
   __shared__ std::int64_t tile_sequences[2];

@@ -29,21 +29,23 @@ RaggedCase make_ragged_case(LengthDistribution distribution, std::int64_t inner,
     spec.batch = 16;
     spec.mean = static_cast<double>(target_tokens) / 16.0;
     spec.max_len = target_tokens;
+    c.mean = target_tokens / 16;
   } else if (distribution == LengthDistribution::kFile) {
     double sum = 0.0;
     for (const std::int64_t l : file_lengths) sum += static_cast<double>(l);
-    const double file_mean = file_lengths.empty() ? 1.0 : std::max(1.0, sum / static_cast<double>(file_lengths.size()));
+    const double file_mean = std::max(1.0, sum / static_cast<double>(std::max<std::size_t>(1, file_lengths.size())));
     spec.batch = std::max<std::int64_t>(1, static_cast<std::int64_t>(static_cast<double>(target_tokens) / file_mean));
     spec.mean = 0.0;  // keep the file's own scale
     spec.max_len = std::numeric_limits<std::int32_t>::max();
     spec.file_lengths = file_lengths;
+    c.mean = std::llround(file_mean);
   } else {
     spec.batch = std::max<std::int64_t>(1, target_tokens / mean);
     spec.mean = static_cast<double>(mean);
     spec.max_len = 16 * mean;
+    c.mean = mean;
   }
   c.batch = spec.batch;
-  c.mean = static_cast<std::int64_t>(std::llround(spec.mean > 0 ? spec.mean : static_cast<double>(target_tokens) / static_cast<double>(spec.batch)));
   c.lengths = make_lengths(spec);
   c.offsets.assign(c.lengths.size() + 1, 0);
   std::int64_t sum = 0;

@@ -16,7 +16,7 @@ struct RaggedCase {
   LengthDistribution distribution = LengthDistribution::kUniform;
   std::int64_t inner = 1;
   std::int64_t batch = 0;
-  std::int64_t mean = 0;     // requested mean length
+  std::int64_t mean = 0;     // the mean length asked of the generator (kFile: the file's mean)
   std::vector<std::int64_t> lengths;
   std::vector<std::int32_t> offsets;  // batch + 1 (cu_seqlens)
   std::int64_t tokens = 0;   // offsets[batch]
