@@ -90,6 +90,12 @@ if [ "$configure_rc" -eq 0 ]; then
   ctest_rc=0
   ctest --test-dir "$build" --output-on-failure -j 4 >"$out/ctest.log" 2>&1 || ctest_rc=$?
   ctest_line=$(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1 || true)
+  # GPU tests skip (exit 77) when they see no device; on this machine a skip is a failure.
+  skipped=$(grep -c '\*\*\*Skipped' "$out/ctest.log" || true)
+  if [ "${skipped:-0}" -gt 0 ]; then
+    ctest_line="$ctest_line; $skipped skipped"
+    if [ "$ctest_rc" -eq 0 ]; then ctest_rc=77; fi
+  fi
   record "ctest${ctest_line:+ ($ctest_line)}" "$(verdict $ctest_rc)" "$ctest_rc" "ctest.log"
 
   # ---- GPU tests under compute-sanitizer ------------------------------------------------------------------

@@ -247,8 +247,8 @@ struct EmbeddedRow {
   std::int64_t index_in_first = 0, index_in_second = 0;
 };
 
-// `row` holds length * inner values. The second batch puts an odd number of rows before it, so its start sits
-// at a different position (and a different alignment when inner is odd) than in the first.
+// `row` holds length * inner values. The first batch puts 5 rows before it, the second an even number, so its
+// start differs in position and parity (and so in alignment when inner is odd).
 template <typename T, typename OffsetT>
 EmbeddedRow<T, OffsetT> embed_row(const std::vector<T>& row, std::int64_t length, std::int64_t inner,
                                   std::mt19937_64& rng) {
@@ -256,7 +256,7 @@ EmbeddedRow<T, OffsetT> embed_row(const std::vector<T>& row, std::int64_t length
   std::vector<std::int64_t> before(11);
   std::int64_t total = 0;
   for (auto& l : before) total += (l = len(rng));
-  if (total % 2 == 0) before.front() += 1;
+  if (total % 2 == 1) before.front() += 1;
   std::vector<std::int64_t> lengths_second = before;
   lengths_second.push_back(0);
   lengths_second.push_back(length);
