@@ -10,6 +10,7 @@
 #include "ragged/check.h"
 #include "ragged/view.h"
 #include "segment_geometry.h"
+#include "segment_launch.h"
 
 namespace ragged {
 namespace detail {
@@ -101,6 +102,38 @@ __device__ __forceinline__ LaneSlot lane_slot(const SegmentGeometry& g, std::int
   }
   const std::int64_t vcol = tile * kWarpSize + lane;
   return LaneSlot{vcol, 0, vcol < g.vcols};
+}
+
+// The combine step shared by every segment op: the warp merges, in chunk order, the partials of the multi-chunk
+// row that owns combine unit `u` (lanes take (column, phase) pairs for D <= 32, else one column of a 32-column
+// tile each), then calls finish(b, col, acc, length) on the lane that holds each column's result.
+// `load(at)` reads the partial at flat index `at` = chunk * D + col. Acc needs merge() and shfl().
+template <typename Acc, typename OffsetT, typename Load, typename Finish>
+__device__ __forceinline__ void combine_unit(const SegmentLayout<OffsetT>& L, std::int64_t u, Load load,
+                                             Finish finish) {
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t D = g.inner;
+  const int lane = lane_id();
+  const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::combine_units);
+  const std::int64_t tile = u - L.plan[b].combine_units;
+  std::int64_t begin = 0, length = 0;
+  row_extent(L.offsets, b, L.nnz, begin, length);
+  const std::int64_t chunks = chunks_of(length, g);
+  const std::int64_t first = L.plan[b].partials;
+  const bool narrow = D <= kWarpSize;
+  const std::int64_t col = narrow ? lane % D : tile * kWarpSize + lane;
+  const int phase = narrow ? lane / static_cast<int>(D) : 0;
+  const bool active = narrow ? phase < g.combine_phases : col < D;
+  Acc acc;
+  if (active)
+    for (std::int64_t k = phase; k < chunks && first + k < L.partial_capacity; k += g.combine_phases)
+      acc.merge(load((first + k) * D + col));
+  if (narrow)
+    for (int q = 1; q < g.combine_phases; ++q) {
+      const Acc other = acc.shfl(static_cast<int>(col + q * D));
+      if (phase == 0) acc.merge(other);
+    }
+  if (narrow ? phase == 0 : active) finish(b, col, acc, length);
 }
 
 }  // namespace detail

@@ -187,37 +187,17 @@ __global__ void __launch_bounds__(kThreads) segment_reduce_kernel(const __grid_c
   }
 }
 
-// Merges the partials of each multi-chunk row in chunk order: lanes take (column, phase) pairs for D <= 32,
-// else one column of a 32-column tile each.
+// Merges the partials of each multi-chunk row in chunk order and writes the row's result.
 template <typename T, typename OffsetT, typename Acc>
 __global__ void __launch_bounds__(kThreads) segment_combine_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
-  const SegmentGeometry& g = L.geometry;
-  const std::int64_t D = g.inner;
   const std::int64_t total = L.plan[L.batch].combine_units;
-  const int lane = lane_id();
-  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
-    const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::combine_units);
-    const std::int64_t tile = u - L.plan[b].combine_units;
-    std::int64_t begin = 0, length = 0;
-    row_extent(L.offsets, b, L.nnz, begin, length);
-    const std::int64_t chunks = chunks_of(length, g);
-    const std::int64_t first = L.plan[b].partials;
-    const bool narrow = D <= kWarpSize;
-    const std::int64_t col = narrow ? lane % D : tile * kWarpSize + lane;
-    const int phase = narrow ? lane / static_cast<int>(D) : 0;
-    const bool active = narrow ? phase < g.combine_phases : col < D;
-    Acc acc;
-    if (active)
-      for (std::int64_t k = phase; k < chunks && first + k < L.partial_capacity; k += g.combine_phases)
-        acc.merge(Acc::load(a.partial_value, a.partial_index, (first + k) * D + col));
-    if (narrow)
-      for (int q = 1; q < g.combine_phases; ++q) {
-        const Acc other = acc.shfl(static_cast<int>(col + q * D));
-        if (phase == 0) acc.merge(other);
-      }
-    if (narrow ? phase == 0 : active) write_result(a, b, col, acc, length);
-  }
+  for (std::int64_t u = global_warp(); u < total; u += total_warps())
+    combine_unit<Acc>(
+        L, u, [&](std::int64_t at) { return Acc::load(a.partial_value, a.partial_index, at); },
+        [&](std::int64_t b, std::int64_t col, const Acc& acc, std::int64_t length) {
+          write_result(a, b, col, acc, length);
+        });
 }
 
 template <typename T, typename OffsetT, typename Acc, int V>

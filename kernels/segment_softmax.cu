@@ -231,36 +231,19 @@ __global__ void __launch_bounds__(kThreads) segment_softmax_second_pass_kernel(c
 }
 
 // Merges the per-unit statistics of each multi-unit row in unit order and leaves the result in the row's first
-// partial slot (only the lane that reads slot 0 of a column writes it).
+// partial slot. Only the lane that reads slot 0 of a column writes it, after all its reads.
 template <typename Op, typename T, typename OffsetT>
 __global__ void __launch_bounds__(kThreads) segment_softmax_combine_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  using Stat = typename Op::Stat;
   const SegmentLayout<OffsetT>& L = a.layout;
-  const SegmentGeometry& g = L.geometry;
-  const std::int64_t D = g.inner;
   const std::int64_t total = L.plan[L.batch].combine_units;
-  const int lane = lane_id();
-  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
-    const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::combine_units);
-    const std::int64_t tile = u - L.plan[b].combine_units;
-    std::int64_t begin = 0, length = 0;
-    row_extent(L.offsets, b, L.nnz, begin, length);
-    const std::int64_t chunks = chunks_of(length, g);
-    const std::int64_t first = L.plan[b].partials;
-    const bool narrow = D <= kWarpSize;
-    const std::int64_t col = narrow ? lane % D : tile * kWarpSize + lane;
-    const int phase = narrow ? lane / static_cast<int>(D) : 0;
-    const bool active = narrow ? phase < g.combine_phases : col < D;
-    typename Op::Stat st;
-    if (active)
-      for (std::int64_t k = phase; k < chunks && first + k < L.partial_capacity; k += g.combine_phases)
-        st.merge(Op::load(a.partial_a, a.partial_b, (first + k) * D + col));
-    if (narrow)
-      for (int q = 1; q < g.combine_phases; ++q) {
-        const typename Op::Stat other = st.shfl(static_cast<int>(col + q * D));
-        if (phase == 0) st.merge(other);
-      }
-    if ((narrow ? phase == 0 : active) && first < L.partial_capacity) Op::store(st, a.partial_a, a.partial_b, first * D + col);
-  }
+  for (std::int64_t u = global_warp(); u < total; u += total_warps())
+    combine_unit<Stat>(
+        L, u, [&](std::int64_t at) { return Op::load(a.partial_a, a.partial_b, at); },
+        [&](std::int64_t b, std::int64_t col, const Stat& st, std::int64_t) {
+          const std::int64_t first = L.plan[b].partials;
+          if (first < L.partial_capacity) Op::store(st, a.partial_a, a.partial_b, first * L.geometry.inner + col);
+        });
 }
 
 template <typename Op, typename T, typename OffsetT, int V>

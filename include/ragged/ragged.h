@@ -6,6 +6,7 @@
 #include "ragged/config.h"
 #include "ragged/convert.h"
 #include "ragged/dtype.h"
+#include "ragged/dynamic.h"
 #include "ragged/offsets.h"
 #include "ragged/packing.h"
 #include "ragged/planner.h"
