@@ -4,14 +4,17 @@
 #
 #   scripts/gpu-check.sh OUTDIR
 #
-# Writes (seven files, so that a device run's $OUT brings every one back):
+# Writes (eight files, so that a device run's $OUT brings every one back):
 #   OUTDIR/summary.md       pass/fail table, one row per step and per sanitizer tool x test, with exit codes
 #   OUTDIR/build.log        cmake configure + ninja build
 #   OUTDIR/ctest.log        ctest --output-on-failure
 #   OUTDIR/sanitizers.log   every compute-sanitizer run, one section per tool x test
 #   OUTDIR/device.txt       nvidia-smi -q, nvcc --version, cmake --version, the commit
-#   OUTDIR/bench.json       Google Benchmark JSON (--benchmark_out)
-#   OUTDIR/bench.log        the benchmark console output
+#   OUTDIR/bench.json       Google Benchmark JSON (--benchmark_out); scripts/torch_attention.py merges its SDPA
+#                           timings (attention/torch_*) and its "torch_attention" correctness section into it
+#   OUTDIR/bench.log        the benchmark console output (and scripts/torch_rnn.py's and torch_attention.py's)
+#   OUTDIR/torch_rnn.json   ragged vs torch.nn.LSTM / GRU on a PackedSequence: checks and timings (only when
+#                           python3 can import torch; see scripts/torch_rnn.py)
 # Every step runs even when an earlier one failed (the build keeps going past a broken file; only a failed
 # configure stops the check); the exit code is non-zero if any step failed. Results are meant to be committed under docs/results/<date>-<gpu>-<commit>/
 # (summary.md names that folder).
@@ -26,6 +29,8 @@
 #   RAGGED_BENCH_TIMEOUT       seconds for the benchmark program (default: 240)
 #   RAGGED_BENCH_ARGS          extra arguments for ragged_bench (e.g. --benchmark_filter=convert)
 #   RAGGED_SKIP_BENCH=1        skip the benchmarks
+#   RAGGED_SKIP_TORCH=1        skip the PyTorch comparison (scripts/torch_rnn.py)
+#   RAGGED_TORCH_TIMEOUT       seconds for the PyTorch comparison (default: 300)
 #   RAGGED_SKIP_SANITIZERS=1   skip the compute-sanitizer runs (e.g. to split a check across two device calls,
 #                              each under the device's 10-minute limit per command)
 # A .deps/usr folder (from shared/gpu-deps.sh) is added to CMAKE_PREFIX_PATH when present.
@@ -175,6 +180,36 @@ if [ "$configure_rc" -eq 0 ]; then
       if [ "$bench_rc" -eq 0 ]; then bench_rc=1; fi
     fi
     record "$what" "$(verdict "$bench_rc")" "$bench_rc" "bench.json, bench.log"
+  fi
+
+  # ---- PyTorch comparison (packed LSTM / GRU, issue 4) ----------------------------------------------------
+  # Runs only where python3 imports torch; its console output is appended to bench.log.
+  if [ "${RAGGED_SKIP_TORCH:-0}" != "1" ] && python3 -c "import torch" >/dev/null 2>&1; then
+    torch_rc=0
+    {
+      echo
+      echo "== scripts/torch_rnn.py"
+      timeout "${RAGGED_TORCH_TIMEOUT:-300}" python3 scripts/torch_rnn.py \
+        --driver "$build/bench/ragged_rnn_driver" --out "$out/torch_rnn.json" 2>&1
+    } >>"$out/bench.log" || torch_rc=$?
+    record "torch rnn comparison" "$(verdict "$torch_rc")" "$torch_rc" "torch_rnn.json, bench.log"
+  else
+    echo "torch rnn comparison: skipped (RAGGED_SKIP_TORCH=1 or python3 cannot import torch)" | tee -a "$out/bench.log"
+  fi
+
+  # ---- PyTorch comparison (attention, issue 5): correctness vs SDPA, SDPA timings merged into bench.json ----
+  if [ "${RAGGED_SKIP_TORCH:-0}" != "1" ] && python3 -c "import torch" >/dev/null 2>&1; then
+    torch_rc=0
+    torch_args=(--build "$build" --out "$out/bench.json" --merge)
+    if [ "${RAGGED_SKIP_BENCH:-0}" = "1" ]; then torch_args+=(--skip-timing); fi
+    {
+      echo
+      echo "== scripts/torch_attention.py"
+      timeout "${RAGGED_TORCH_TIMEOUT:-300}" python3 scripts/torch_attention.py "${torch_args[@]}" 2>&1
+    } >>"$out/bench.log" || torch_rc=$?
+    record "torch attention comparison" "$(verdict "$torch_rc")" "$torch_rc" "bench.json, bench.log"
+  else
+    echo "torch attention comparison: skipped (RAGGED_SKIP_TORCH=1 or python3 cannot import torch)" | tee -a "$out/bench.log"
   fi
 fi
 

@@ -1,6 +1,7 @@
 // ragged: CUDA kernels for ragged (variable-length) tensors. Umbrella header.
 #pragma once
 
+#include "ragged/attention.h"
 #include "ragged/buffer.h"
 #include "ragged/check.h"
 #include "ragged/config.h"
@@ -10,6 +11,7 @@
 #include "ragged/offsets.h"
 #include "ragged/packing.h"
 #include "ragged/planner.h"
+#include "ragged/rnn.h"
 #include "ragged/segment_reduce.h"
 #include "ragged/status.h"
 #include "ragged/tensor.h"

@@ -45,3 +45,5 @@ void unpack_sequences(const T* packed, const HostPackedLayout<OffsetT>& layout, 
 }  // namespace reference
 }  // namespace ragged
 #include "ragged/reference_segment.h"
+#include "ragged/reference_rnn.h"
+#include "ragged/reference_attention.h"

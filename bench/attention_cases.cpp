@@ -1,0 +1,58 @@
+#include "bench/attention_cases.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ragged {
+namespace bench {
+
+double AttentionCase::padding_fraction() const {
+  const double slots = static_cast<double>(batch * max_len);
+  return slots == 0.0 ? 0.0 : 1.0 - static_cast<double>(tokens) / slots;
+}
+
+double AttentionCase::flops() const {
+  double pairs = 0.0;
+  for (const std::int64_t l : lengths) pairs += static_cast<double>(l) * static_cast<double>(l);
+  return 4.0 * pairs * head_dim * heads * (causal ? 0.5 : 1.0);
+}
+
+std::string AttentionCase::name() const {
+  return "pad" + std::to_string(padding_percent) + (is_short() ? "/short" : "/long") + "/len:" +
+         std::to_string(max_len) + "/batch:" + std::to_string(batch) + "/heads:" + std::to_string(heads) +
+         "/dim:" + std::to_string(head_dim) + "/causal:" + (causal ? "1" : "0");
+}
+
+std::vector<std::int64_t> attention_lengths(std::int64_t max_len, std::int64_t batch, int padding_percent) {
+  const double p = padding_percent / 100.0;
+  const double exponent = p / (1.0 - p);
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(batch));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const double f = b == 0 ? 1.0 : std::pow((static_cast<double>(batch - b) - 0.5) / static_cast<double>(batch), exponent);
+    lengths[b] = std::max<std::int64_t>(1, std::llround(static_cast<double>(max_len) * f));
+  }
+  return lengths;
+}
+
+std::vector<AttentionCase> attention_cases(bool full) {
+  constexpr std::int64_t kSlots = 65536;
+  const std::vector<std::int64_t> max_lens =
+      full ? std::vector<std::int64_t>{1024, 2048, 4096, 8192, 128, 256, 512} : std::vector<std::int64_t>{4096, 512};
+  std::vector<AttentionCase> cases;
+  for (const bool causal : full ? std::vector<bool>{false, true} : std::vector<bool>{false})
+    for (const std::int64_t max_len : max_lens)
+      for (const int pad : {0, 25, 50, 75}) {
+        AttentionCase c;
+        c.padding_percent = pad;
+        c.max_len = max_len;
+        c.batch = kSlots / max_len;
+        c.causal = causal;
+        c.lengths = attention_lengths(max_len, c.batch, pad);
+        for (const std::int64_t l : c.lengths) c.tokens += l;
+        cases.push_back(std::move(c));
+      }
+  return cases;
+}
+
+}  // namespace bench
+}  // namespace ragged

@@ -1,0 +1,43 @@
+// The attention benchmark shapes (issue 5), shared by bench_attention.cu and the ragged_attention_io tool
+// (which prints them for scripts/torch_attention.py, so PyTorch runs exactly the same lengths).
+//
+// A case: `batch` sequences padded to `max_len` slots, bfloat16, heads 16, head_dim 128, query lengths = key
+// lengths. Target padding p in {0, 25, 50, 75}%: sequence b gets max_len * f_b tokens with f_0 = 1 and
+// f_b = ((batch - b - 0.5) / batch)^(p / (1 - p)) for b > 0, whose mean is about 1 - p (the achieved fraction
+// is reported by each benchmark). Long: max_len 1k..8k; short: max_len <= 512, reported separately.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ragged {
+namespace bench {
+
+struct AttentionCase {
+  int padding_percent = 0;  // target
+  std::int64_t max_len = 0;
+  std::int64_t batch = 0;
+  int heads = 16;
+  int head_dim = 128;
+  bool causal = false;
+  std::vector<std::int64_t> lengths;  // query lengths = key lengths
+  std::int64_t tokens = 0;
+
+  bool is_short() const { return max_len <= 512; }
+  double padding_fraction() const;
+  // Real work only: 4 * sum(L_b^2) * head_dim * heads, halved for causal.
+  double flops() const;
+  // "pad50/long/len:4096/batch:16/heads:16/dim:128/causal:0" (benchmark names are attention/<impl>/<this>).
+  std::string name() const;
+};
+
+// sum_b max(1, round(max_len * f_b)) as described above.
+std::vector<std::int64_t> attention_lengths(std::int64_t max_len, std::int64_t batch, int padding_percent);
+
+// The default matrix (full = false: max_len 4096 and 512, non-causal) or the long one (1k, 2k, 4k, 8k and
+// 128, 256, 512; causal and not). Every case holds 65536 token slots.
+std::vector<AttentionCase> attention_cases(bool full);
+
+}  // namespace bench
+}  // namespace ragged

@@ -1,0 +1,162 @@
+// ragged_attention_io: ragged's attention callable from a script through files, for scripts/torch_attention.py
+// (PyTorch is on the GPU machine; this avoids Python bindings or a shared-library ABI).
+//
+//   ragged_attention_io cases [--full]   prints the benchmark cases of bench/attention_cases.h as JSON
+//                                        (RAGGED_BENCH_FULL=1 also selects the full matrix)
+//   ragged_attention_io run DIR          reads DIR/meta.txt and the raw inputs, runs varlen_attention_forward,
+//                                        writes DIR/o.bin and DIR/lse.bin; exit code 0 on success
+//
+// DIR/meta.txt holds "key value" lines: dtype (bf16, f16 or f32), heads_q, heads_kv, head_dim, batch, causal
+// (0 / 1), scale, total_q, total_k. Raw little-endian files, dense and row-major:
+//   q.bin [total_q, heads_q, head_dim] of dtype, k.bin / v.bin [total_k, heads_kv, head_dim],
+//   q_offsets.bin / k_offsets.bin int32 [batch + 1];
+//   o.bin [total_q, heads_q, head_dim] of dtype, lse.bin float32 [total_q, heads_q] (written).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/attention_cases.h"
+#include "ragged/attention.h"
+#include "ragged/buffer.h"
+
+namespace {
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string& path, const void* data, std::size_t bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+template <typename T>
+std::vector<T> read_array(const std::string& path, std::size_t count) {
+  const std::vector<char> bytes = read_file(path);
+  if (bytes.size() != count * sizeof(T))
+    throw std::runtime_error(path + " holds " + std::to_string(bytes.size()) + " bytes, expected " +
+                             std::to_string(count * sizeof(T)));
+  std::vector<T> out(count);
+  if (count > 0) std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+std::map<std::string, std::string> read_meta(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::map<std::string, std::string> meta;
+  std::string key, value;
+  while (in >> key >> value) meta[key] = value;
+  return meta;
+}
+
+template <typename T>
+void run(const std::string& dir, const std::map<std::string, std::string>& meta) {
+  auto get = [&](const char* key) -> std::string {
+    const auto it = meta.find(key);
+    if (it == meta.end()) throw std::runtime_error(std::string("meta.txt lacks ") + key);
+    return it->second;
+  };
+  const int heads_q = std::stoi(get("heads_q")), heads_kv = std::stoi(get("heads_kv")), dim = std::stoi(get("head_dim"));
+  const std::int64_t batch = std::stoll(get("batch")), total_q = std::stoll(get("total_q")),
+                     total_k = std::stoll(get("total_k"));
+  const std::size_t q_elems = static_cast<std::size_t>(total_q * heads_q * dim);
+  const std::size_t k_elems = static_cast<std::size_t>(total_k * heads_kv * dim);
+  const ragged::DeviceBuffer<T> q(read_array<T>(dir + "/q.bin", q_elems));
+  const ragged::DeviceBuffer<T> k(read_array<T>(dir + "/k.bin", k_elems));
+  const ragged::DeviceBuffer<T> v(read_array<T>(dir + "/v.bin", k_elems));
+  const ragged::DeviceBuffer<std::int32_t> q_off(read_array<std::int32_t>(dir + "/q_offsets.bin", batch + 1));
+  const ragged::DeviceBuffer<std::int32_t> k_off(read_array<std::int32_t>(dir + "/k_offsets.bin", batch + 1));
+  ragged::DeviceBuffer<T> o(q_elems);
+  ragged::DeviceBuffer<float> lse(static_cast<std::size_t>(total_q * heads_q));
+  ragged::AttentionArgs<T, std::int32_t> a;
+  a.q = ragged::dense_heads<const T>(q.data(), heads_q, dim);
+  a.k = ragged::dense_heads<const T>(k.data(), heads_kv, dim);
+  a.v = ragged::dense_heads<const T>(v.data(), heads_kv, dim);
+  a.o = ragged::dense_heads<T>(o.data(), heads_q, dim);
+  a.lse = lse.data();
+  a.q_seq = ragged::SequenceLayout<std::int32_t>::ragged(q_off.data(), total_q);
+  a.k_seq = ragged::SequenceLayout<std::int32_t>::ragged(k_off.data(), total_k);
+  a.batch = batch;
+  a.heads_q = heads_q;
+  a.heads_kv = heads_kv;
+  a.head_dim = dim;
+  a.scale = std::stof(get("scale"));
+  a.causal = get("causal") == "1";
+  ragged::Workspace ws;
+  ragged::run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
+    return ragged::varlen_attention_forward(p, bytes, a, nullptr);
+  });
+  ragged::cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  const std::vector<T> o_host = o.to_host();
+  const std::vector<float> lse_host = lse.to_host();
+  write_file(dir + "/o.bin", o_host.data(), o_host.size() * sizeof(T));
+  write_file(dir + "/lse.bin", lse_host.data(), lse_host.size() * sizeof(float));
+}
+
+void print_cases(bool full) {
+  std::ostringstream out;
+  out << "{\"cases\": [";
+  const std::vector<ragged::bench::AttentionCase> cases = ragged::bench::attention_cases(full);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    out << (i ? ",\n" : "\n") << "  {\"name\": \"" << c.name() << "\", \"max_len\": " << c.max_len
+        << ", \"batch\": " << c.batch << ", \"heads\": " << c.heads << ", \"head_dim\": " << c.head_dim
+        << ", \"causal\": " << (c.causal ? "true" : "false") << ", \"padding_percent\": " << c.padding_percent
+        << ", \"flops\": " << c.flops() << ", \"lengths\": [";
+    for (std::size_t b = 0; b < c.lengths.size(); ++b) out << (b ? ", " : "") << c.lengths[b];
+    out << "]}";
+  }
+  out << "\n]}\n";
+  std::cout << out.str();
+}
+
+int usage() {
+  std::cerr << "usage: ragged_attention_io cases [--full] | ragged_attention_io run DIR\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  try {
+    const std::string command = argv[1];
+    if (command == "cases") {
+      const char* env = std::getenv("RAGGED_BENCH_FULL");
+      const bool full = (argc > 2 && std::strcmp(argv[2], "--full") == 0) ||
+                        (env != nullptr && std::strcmp(env, "") != 0 && std::strcmp(env, "0") != 0);
+      print_cases(full);
+      return 0;
+    }
+    if (command == "run" && argc == 3) {
+      const std::string dir = argv[2];
+      const auto meta = read_meta(dir + "/meta.txt");
+      const auto dtype = meta.find("dtype");
+      if (dtype == meta.end()) throw std::runtime_error("meta.txt lacks dtype");
+      if (dtype->second == "bf16") run<__nv_bfloat16>(dir, meta);
+      else if (dtype->second == "f16") run<__half>(dir, meta);
+      else if (dtype->second == "f32") run<float>(dir, meta);
+      else throw std::runtime_error("unknown dtype " + dtype->second + " (bf16, f16 or f32)");
+      return 0;
+    }
+    return usage();
+  } catch (const std::exception& error) {
+    std::cerr << "ragged_attention_io: " << error.what() << "\n";
+    return 1;
+  }
+}

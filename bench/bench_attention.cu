@@ -1,0 +1,229 @@
+// GPU benchmarks of attention forward (issue 5): bfloat16, heads 16, head_dim 128, over padding fractions
+// 0 / 25 / 50 / 75% (bench/attention_cases.h), long sequences (max_len 1k..8k) and short ones (<= 512).
+//
+// Implementations (names attention/<impl>/<case>):
+//   ragged  ragged::varlen_attention_forward on the ragged tensors [tokens, heads, dim] (no padding anywhere)
+//   padded  the same kernel on padded tensors [batch, max_len, heads, dim] with the lengths (a key-padding
+//           mask): padded query rows are skipped and padded keys never loaded, but the padded buffers exist
+//   cublas  the naive padded baseline as users write it: cuBLAS batched GEMM S = scale * Q K^T over the whole
+//           padded batch (bfloat16 scores, [batch * heads, max_len, max_len]), a masked softmax kernel in
+//           place, then O = P V with a second batched GEMM
+// Counters: TFLOP/s on real work only (4 * sum(L^2) * head_dim * heads, halved for causal), whatever the
+// implementation computes; peak_bytes = device bytes the variant holds (inputs + outputs + scores + workspace);
+// padding_frac, tokens, batch. bytes_per_second counts Q, K, V read and O written once (real tokens).
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/attention_cases.h"
+#include "bench/common/gpu_timer.h"
+#include "bench/common/suite.h"
+#include "bench/common/traffic.h"
+#include "ragged/attention.h"
+#include "ragged/buffer.h"
+
+namespace ragged {
+namespace bench {
+namespace {
+
+using Bf16 = __nv_bfloat16;
+
+// Random values in [-1, 1): the speed must not come from easy data.
+__global__ void fill_random_bf16_kernel(Bf16* data, std::int64_t count, std::uint32_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    data[i] = __float2bfloat16(static_cast<float>(h & 0xffffff) / 8388608.0f - 1.0f);
+  }
+}
+
+void fill_random(DeviceBuffer<Bf16>& buffer, std::uint32_t seed, cudaStream_t stream) {
+  if (buffer.empty()) return;
+  fill_random_bf16_kernel<<<1024, 256, 0, stream>>>(buffer.data(), static_cast<std::int64_t>(buffer.size()), seed);
+  cuda_check(cudaGetLastError(), "fill_random_bf16_kernel");
+}
+
+void set_counters(benchmark::State& state, const AttentionCase& c, double peak_bytes) {
+  const double io_bytes = 4.0 * static_cast<double>(c.tokens) * c.heads * c.head_dim * sizeof(Bf16);
+  set_gpu_traffic(state, io_bytes, peak_bytes);
+  state.counters["TFLOP/s"] = benchmark::Counter(c.flops() * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["padding_frac"] = c.padding_fraction();
+  state.counters["tokens"] = static_cast<double>(c.tokens);
+  state.counters["batch"] = static_cast<double>(c.batch);
+}
+
+std::vector<std::int32_t> offsets_of(const std::vector<std::int64_t>& lengths) {
+  std::vector<std::int32_t> offsets(lengths.size() + 1, 0);
+  for (std::size_t b = 0; b < lengths.size(); ++b) offsets[b + 1] = offsets[b] + static_cast<std::int32_t>(lengths[b]);
+  return offsets;
+}
+
+// ragged (padded_layout = false) or padded (true): the same kernel, two layouts.
+void bench_fused(benchmark::State& state, const AttentionCase& c, bool padded_layout) {
+  run_guarded(state, [&] {
+    cudaStream_t stream = GpuTimer::instance().stream();
+    const std::int64_t rows = padded_layout ? c.batch * c.max_len : c.tokens;
+    const std::size_t elems = static_cast<std::size_t>(rows * c.heads * c.head_dim);
+    DeviceBuffer<Bf16> q(elems, stream), k(elems, stream), v(elems, stream), o(elems, stream);
+    fill_random(q, 1u, stream);
+    fill_random(k, 2u, stream);
+    fill_random(v, 3u, stream);
+    std::vector<std::int32_t> lengths32(c.lengths.begin(), c.lengths.end());
+    DeviceBuffer<std::int32_t> index(padded_layout ? lengths32 : offsets_of(c.lengths), stream);
+    AttentionArgs<Bf16, std::int32_t> a;
+    a.q = dense_heads<const Bf16>(q.data(), c.heads, c.head_dim);
+    a.k = dense_heads<const Bf16>(k.data(), c.heads, c.head_dim);
+    a.v = dense_heads<const Bf16>(v.data(), c.heads, c.head_dim);
+    a.o = dense_heads<Bf16>(o.data(), c.heads, c.head_dim);
+    a.q_seq = padded_layout ? SequenceLayout<std::int32_t>::padded(index.data(), c.batch, c.max_len)
+                            : SequenceLayout<std::int32_t>::ragged(index.data(), rows);
+    a.k_seq = a.q_seq;
+    a.batch = c.batch;
+    a.heads_q = a.heads_kv = c.heads;
+    a.head_dim = c.head_dim;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    a.causal = c.causal;
+    std::size_t ws_bytes = 0;
+    if (!ok_or_skip(state, varlen_attention_forward(nullptr, ws_bytes, a, stream), "workspace query")) return;
+    DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
+    time_on_gpu(state, [&](cudaStream_t st) { return varlen_attention_forward(ws.data(), ws_bytes, a, st); });
+    set_counters(state, c, static_cast<double>(4 * q.bytes() + index.bytes() + ws_bytes));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The naive padded baseline.
+// ---------------------------------------------------------------------------------------------------------------
+
+// One warp per score row (b, h, i) of the [batch * heads, L, L] matrix: softmax over the keys j < lengths[b]
+// (the key-padding mask), P written in place, 0 on the masked keys (and on rows of empty sequences).
+__global__ void masked_softmax_kernel(Bf16* scores, std::int64_t rows, std::int64_t max_len, int heads,
+                                      const std::int32_t* lengths) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+  for (std::int64_t row = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; row < rows;
+       row += warps) {
+    const std::int64_t b = row / (heads * max_len);
+    const std::int64_t keys = min(static_cast<std::int64_t>(lengths[b]), max_len);
+    Bf16* s = scores + row * max_len;
+    float m = -FLT_MAX;
+    for (std::int64_t j = lane; j < keys; j += 32) m = fmaxf(m, __bfloat162float(s[j]));
+    for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float sum = 0.0f;
+    for (std::int64_t j = lane; j < keys; j += 32) sum += __expf(__bfloat162float(s[j]) - m);
+    for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (std::int64_t j = lane; j < max_len; j += 32)
+      s[j] = __float2bfloat16(j < keys ? __expf(__bfloat162float(s[j]) - m) * inv : 0.0f);
+  }
+}
+
+Status from_cublas(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return Status::kSuccess;
+  return fail(Status::kCudaError, std::string(what) + " failed with cuBLAS status " + std::to_string(status));
+}
+
+struct CublasHandle {
+  cublasHandle_t handle = nullptr;
+  CublasHandle() {
+    if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) throw Error(Status::kCudaError, "cublasCreate failed");
+  }
+  ~CublasHandle() { cublasDestroy(handle); }
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+};
+
+void bench_cublas(benchmark::State& state, const AttentionCase& c) {
+  run_guarded(state, [&] {
+    cudaStream_t stream = GpuTimer::instance().stream();
+    const std::int64_t L = c.max_len, H = c.heads, D = c.head_dim, B = c.batch;
+    const std::size_t elems = static_cast<std::size_t>(B * L * H * D);
+    DeviceBuffer<Bf16> q(elems, stream), k(elems, stream), v(elems, stream), o(elems, stream);
+    DeviceBuffer<Bf16> scores(static_cast<std::size_t>(B * H * L * L), stream);
+    fill_random(q, 1u, stream);
+    fill_random(k, 2u, stream);
+    fill_random(v, 3u, stream);
+    DeviceBuffer<std::int32_t> lengths(std::vector<std::int32_t>(c.lengths.begin(), c.lengths.end()), stream);
+    // Per-(b, h) matrix pointers for the batched GEMMs, built once outside the timed loop.
+    std::vector<const void*> q_ptr, k_ptr, v_ptr;
+    std::vector<void*> s_ptr, o_ptr;
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h) {
+        const std::int64_t head0 = b * L * H * D + h * D;
+        q_ptr.push_back(q.data() + head0);
+        k_ptr.push_back(k.data() + head0);
+        v_ptr.push_back(v.data() + head0);
+        o_ptr.push_back(o.data() + head0);
+        s_ptr.push_back(scores.data() + (b * H + h) * L * L);
+      }
+    DeviceBuffer<const void*> d_q(q_ptr, stream), d_k(k_ptr, stream), d_v(v_ptr, stream);
+    DeviceBuffer<void*> d_s(s_ptr, stream), d_o(o_ptr, stream);
+    const std::vector<const void*> s_const(s_ptr.begin(), s_ptr.end());
+    DeviceBuffer<const void*> d_s_in(s_const, stream);
+    CublasHandle cublas;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(D)), one = 1.0f, zero = 0.0f;
+    const int batch_count = static_cast<int>(B * H);
+    const int l = static_cast<int>(L), d = static_cast<int>(D), ld_qkv = static_cast<int>(H * D);
+    time_on_gpu(state, [&](cudaStream_t st) {
+      Status status = from_cublas(cublasSetStream(cublas.handle, st), "cublasSetStream");
+      if (status != Status::kSuccess) return status;
+      // Row-major S [L_q x L_k] = Q K^T is column-major S^T = K Q^T: A = K (stored as col-major K^T, so op T),
+      // B = Q (col-major Q^T, op N), m = n = L, k = D.
+      status = from_cublas(
+          cublasGemmBatchedEx(cublas.handle, CUBLAS_OP_T, CUBLAS_OP_N, l, l, d, &scale, d_k.data(), CUDA_R_16BF,
+                              ld_qkv, d_q.data(), CUDA_R_16BF, ld_qkv, &zero, d_s.data(), CUDA_R_16BF, l, batch_count,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmBatchedEx(Q K^T)");
+      if (status != Status::kSuccess) return status;
+      masked_softmax_kernel<<<4096, 256, 0, st>>>(scores.data(), B * H * L, L, static_cast<int>(H), lengths.data());
+      status = from_cuda(cudaGetLastError(), "masked_softmax_kernel");
+      if (status != Status::kSuccess) return status;
+      // Row-major O [L_q x D] = P V is column-major O^T = V^T P^T: A = V (col-major V^T, op N), B = P (col-major
+      // P^T, op N), m = D, n = L_q, k = L_k.
+      return from_cublas(cublasGemmBatchedEx(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, d, l, l, &one, d_v.data(),
+                                             CUDA_R_16BF, ld_qkv, d_s_in.data(), CUDA_R_16BF, l, &zero, d_o.data(),
+                                             CUDA_R_16BF, ld_qkv, batch_count, CUBLAS_COMPUTE_32F,
+                                             CUBLAS_GEMM_DEFAULT),
+                         "cublasGemmBatchedEx(P V)");
+    });
+    set_counters(state, c, static_cast<double>(4 * q.bytes() + scores.bytes() + lengths.bytes()));
+  });
+}
+
+void register_attention_gpu() {
+  for (const AttentionCase& c : attention_cases(full_run())) {
+    const auto shared = std::make_shared<const AttentionCase>(c);
+    const std::string tail = "/" + c.name();
+    benchmark::RegisterBenchmark(("attention/ragged" + tail).c_str(),
+                                 [shared](benchmark::State& st) { bench_fused(st, *shared, false); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("attention/padded" + tail).c_str(),
+                                 [shared](benchmark::State& st) { bench_fused(st, *shared, true); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+    // The baseline has no causal variant here (users would add a second mask); its scores take
+    // batch * heads * max_len^2 * 2 bytes (8 GiB at max_len 4096).
+    if (!c.causal)
+      benchmark::RegisterBenchmark(("attention/cublas" + tail).c_str(),
+                                   [shared](benchmark::State& st) { bench_cublas(st, *shared); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+  }
+}
+
+}  // namespace
+
+RAGGED_BENCH_SUITE(attention_gpu, Needs::kGpu, register_attention_gpu);
+
+}  // namespace bench
+}  // namespace ragged

@@ -1,0 +1,191 @@
+// GPU benchmarks of the packed LSTM forward (issue 4): one unidirectional layer, input size = hidden size,
+// batches of 16 and 64 sequences with mean length 128 drawn from the shared length distributions (clamped to
+// 4 x the mean), hidden 256 / 1024 (full run: also 512, float as well as bfloat16, every distribution).
+//
+// Implementations (the names pair up across impl):
+//   ragged  rnn_forward on the ragged batch: every step covers only the sequences still running
+//   padded  what a user without packing runs: the same layer over the padded batch [batch, max_len, input],
+//           i.e. rnn_forward with every length = max_len (same kernels, same path choice)
+// Both time the whole call (packing order, input projection, recurrence). Counters: tokens, padded_tokens,
+// real_frac = tokens / padded tokens (the issue's target: ragged time <= 1.15 x real_frac x padded time),
+// steps (the longest length), algo (1 per-step, 2 persistent), and peak_bytes = input + output + final
+// states + workspace (the weights, the same for both, are left out).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/common/distributions.h"
+#include "bench/common/gpu_timer.h"
+#include "bench/common/suite.h"
+#include "bench/common/traffic.h"
+#include "ragged/buffer.h"
+#include "ragged/rnn.h"
+
+namespace ragged {
+namespace bench {
+namespace {
+
+enum class RnnImpl { kRagged, kPadded };
+
+struct RnnCase {
+  LengthDistribution distribution;
+  std::int64_t batch, hidden, mean;
+  bool bf16;
+  std::vector<std::int64_t> lengths;
+  std::int64_t tokens = 0, max_len = 0;
+
+  std::string name(const char* impl) const {
+    return std::string("rnn_lstm/") + impl + "/" + distribution_name(distribution) + "/dtype:" +
+           (bf16 ? "bf16" : "f32") + "/batch:" + std::to_string(batch) + "/hidden:" + std::to_string(hidden) +
+           "/mean:" + std::to_string(mean);
+  }
+};
+
+RnnCase make_case(LengthDistribution distribution, std::int64_t batch, std::int64_t hidden, std::int64_t mean,
+                  bool bf16) {
+  RnnCase c{distribution, batch, hidden, mean, bf16, {}, 0, 0};
+  LengthSpec spec;
+  spec.distribution = distribution;
+  spec.batch = batch;
+  spec.mean = static_cast<double>(mean);
+  spec.max_len = distribution == LengthDistribution::kOneHuge ? batch * mean : 4 * mean;
+  spec.seed = 0x2a11u + static_cast<std::uint64_t>(distribution) * 977 + static_cast<std::uint64_t>(batch);
+  c.lengths = make_lengths(spec);
+  for (const std::int64_t l : c.lengths) {
+    c.tokens += l;
+    c.max_len = std::max(c.max_len, l);
+  }
+  return c;
+}
+
+// Uniform values in [-scale, scale), hashed from the index: the recurrence must not run on easy data.
+template <typename T>
+__global__ void fill_uniform_kernel(T* data, std::int64_t count, float scale, std::uint32_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    const float v = (static_cast<float>(h & 0xffffff) / 8388608.0f - 1.0f) * scale;
+    if constexpr (std::is_same<T, float>::value) data[i] = v;
+    else data[i] = __float2bfloat16_rn(v);
+  }
+}
+
+template <typename T>
+void fill_uniform(DeviceBuffer<T>& buffer, float scale, std::uint32_t seed, cudaStream_t stream) {
+  if (buffer.empty()) return;
+  fill_uniform_kernel<T><<<1024, 256, 0, stream>>>(buffer.data(), static_cast<std::int64_t>(buffer.size()), scale,
+                                                   seed);
+  cuda_check(cudaGetLastError(), "fill_uniform_kernel");
+}
+
+struct CublasHandle {
+  cublasHandle_t handle = nullptr;
+  CublasHandle() {
+    if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) throw Error(Status::kCudaError, "cublasCreate failed");
+  }
+  ~CublasHandle() { cublasDestroy(handle); }
+};
+
+template <typename T>
+void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl) {
+  run_guarded(state, [&] {
+    cudaStream_t stream = GpuTimer::instance().stream();
+    CublasHandle cublas;
+    RnnDesc desc;
+    desc.mode = RnnMode::kLstm;
+    desc.input_size = c.hidden;
+    desc.hidden_size = c.hidden;
+    const std::int64_t H = c.hidden, G = 4;
+    // PyTorch's initialisation range.
+    const float scale = 1.0f / std::sqrt(static_cast<float>(H));
+    DeviceBuffer<T> w_ih(static_cast<std::size_t>(G * H * H), stream), w_hh(static_cast<std::size_t>(G * H * H), stream);
+    DeviceBuffer<T> b_ih(static_cast<std::size_t>(G * H), stream), b_hh(static_cast<std::size_t>(G * H), stream);
+    fill_uniform(w_ih, scale, 1u, stream);
+    fill_uniform(w_hh, scale, 2u, stream);
+    fill_uniform(b_ih, scale, 3u, stream);
+    fill_uniform(b_hh, scale, 4u, stream);
+    const RnnLayerWeights<T> weights{w_ih.data(), w_hh.data(), b_ih.data(), b_hh.data(), nullptr};
+
+    // The padded user runs every sequence for max_len steps.
+    std::vector<std::int32_t> offsets(c.lengths.size() + 1, 0);
+    for (std::size_t b = 0; b < c.lengths.size(); ++b)
+      offsets[b + 1] = offsets[b] + static_cast<std::int32_t>(impl == RnnImpl::kRagged ? c.lengths[b] : c.max_len);
+    const std::int64_t rows = offsets.back();
+    DeviceBuffer<std::int32_t> d_offsets(offsets, stream);
+    DeviceBuffer<T> input(static_cast<std::size_t>(rows * H), stream), output(static_cast<std::size_t>(rows * H), stream);
+    DeviceBuffer<T> hn(static_cast<std::size_t>(c.batch * H), stream), cn(static_cast<std::size_t>(c.batch * H), stream);
+    fill_uniform(input, 1.0f, 5u, stream);
+
+    RnnArgs<T, std::int32_t> args;
+    args.desc = desc;
+    args.weights = &weights;
+    args.input = RaggedView<const T, std::int32_t>{input.data(), d_offsets.data(), c.batch, rows, H};
+    args.max_steps = c.max_len;
+    args.output = output.data();
+    args.hn = hn.data();
+    args.cn = cn.data();
+    args.cublas = cublas.handle;
+    std::size_t ws_bytes = 0;
+    if (!ok_or_skip(state, rnn_forward(nullptr, ws_bytes, args, stream), "workspace query")) return;
+    DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
+    RnnAlgo algo = RnnAlgo::kAuto;
+    if (!ok_or_skip(state, rnn_select_algo<T>(desc, RnnAlgo::kAuto, algo), "rnn_select_algo")) return;
+    time_on_gpu(state, [&](cudaStream_t st) { return rnn_forward(ws.data(), ws_bytes, args, st); });
+    // Floor bytes: the input read once and the output written once (the recurrence is latency-bound).
+    set_gpu_traffic(state, static_cast<double>(input.bytes() + output.bytes()),
+                    static_cast<double>(input.bytes() + output.bytes() + hn.bytes() + cn.bytes() + d_offsets.bytes() +
+                                        ws_bytes));
+    state.counters["tokens"] = static_cast<double>(c.tokens);
+    state.counters["padded_tokens"] = static_cast<double>(c.batch * c.max_len);
+    state.counters["real_frac"] = c.max_len == 0 ? 1.0 : static_cast<double>(c.tokens) / (c.batch * c.max_len);
+    state.counters["steps"] = static_cast<double>(c.max_len);
+    state.counters["algo"] = static_cast<double>(static_cast<int>(algo));
+  });
+}
+
+std::vector<RnnCase> rnn_cases() {
+  const bool full = full_run();
+  const std::vector<LengthDistribution> distributions =
+      full ? synthetic_distributions()
+           : std::vector<LengthDistribution>{LengthDistribution::kUniform, LengthDistribution::kLognormal,
+                                             LengthDistribution::kBimodal};
+  const std::vector<std::int64_t> hiddens = full ? std::vector<std::int64_t>{256, 512, 1024}
+                                                 : std::vector<std::int64_t>{256, 1024};
+  std::vector<RnnCase> cases;
+  for (const bool bf16 : full ? std::vector<bool>{true, false} : std::vector<bool>{true})
+    for (const LengthDistribution distribution : distributions)
+      for (const std::int64_t batch : {16, 64})
+        for (const std::int64_t hidden : hiddens) cases.push_back(make_case(distribution, batch, hidden, 128, bf16));
+  return cases;
+}
+
+void register_rnn_gpu() {
+  for (const RnnCase& c : rnn_cases()) {
+    const auto shared = std::make_shared<const RnnCase>(c);
+    for (const RnnImpl impl : {RnnImpl::kRagged, RnnImpl::kPadded}) {
+      const char* impl_name = impl == RnnImpl::kRagged ? "ragged" : "padded";
+      benchmark::RegisterBenchmark(c.name(impl_name).c_str(),
+                                   [shared, impl](benchmark::State& st) {
+                                     if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl);
+                                     else bench_rnn<float>(st, *shared, impl);
+                                   })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace
+
+RAGGED_BENCH_SUITE(rnn_gpu, Needs::kGpu, register_rnn_gpu);
+
+}  // namespace bench
+}  // namespace ragged

@@ -1,0 +1,239 @@
+// ragged_rnn_driver: runs rnn_forward on tensors read from raw binary files, so that a script (or any language)
+// can check ragged against another implementation without bindings. scripts/torch_rnn.py drives it.
+//
+//   ragged_rnn_driver DIR
+//
+// DIR/config.txt, one "key value" per line:
+//   mode lstm|gru   dtype float32|float16|bfloat16   input_size N   hidden_size N   proj_size N (0)
+//   num_layers N (1)   bidirectional 0|1   bias 0|1 (1)   algo auto|per_step|persistent (auto)
+//   repeats N (0: run once; N > 0: also time N runs after a warm-up and report the median)
+// DIR/lengths.bin   int64 [batch], the sequence lengths in the caller's order (zeros allowed)
+// DIR/input.bin     dtype [sum(lengths), input_size], the sequences one after the other
+// DIR/h0.bin, DIR/c0.bin   optional initial states [num_layers * dirs, batch, state / hidden]
+// DIR/<name>.bin    every parameter under PyTorch's name: weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0,
+//                   weight_hr_l0 (proj_size > 0), with the suffix _reverse for the reverse direction
+// Writes DIR/output.bin [sum(lengths), dirs * state], DIR/hn.bin, DIR/cn.bin (LSTM) in dtype, and prints one
+// JSON line: {"ok": true, "algo": "...", "median_ms": ..., "runs": N, "workspace_bytes": ...}. Any failure prints
+// {"ok": false, "error": "..."} and exits with 1.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ragged/buffer.h"
+#include "ragged/rnn.h"
+
+namespace {
+
+using namespace ragged;
+
+std::map<std::string, std::string> read_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::map<std::string, std::string> config;
+  std::string key, value;
+  while (in >> key >> value) config[key] = value;
+  return config;
+}
+
+std::int64_t get_int(const std::map<std::string, std::string>& config, const std::string& key, std::int64_t fallback) {
+  const auto it = config.find(key);
+  return it == config.end() ? fallback : std::stoll(it->second);
+}
+
+std::string get_string(const std::map<std::string, std::string>& config, const std::string& key,
+                       const std::string& fallback) {
+  const auto it = config.find(key);
+  return it == config.end() ? fallback : it->second;
+}
+
+bool file_exists(const std::string& path) { return static_cast<bool>(std::ifstream(path)); }
+
+template <typename T>
+std::vector<T> read_array(const std::string& path, std::int64_t count) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::vector<T> data(static_cast<std::size_t>(count));
+  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(count * sizeof(T)));
+  if (in.gcount() != static_cast<std::streamsize>(count * sizeof(T)))
+    throw std::runtime_error(path + " holds fewer than " + std::to_string(count) + " elements");
+  return data;
+}
+
+template <typename T>
+void write_array(const std::string& path, const std::vector<T>& data) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(T)));
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+void check(Status status, const char* what) {
+  if (status != Status::kSuccess)
+    throw std::runtime_error(std::string(what) + ": " + status_string(status) + ": " + last_error_message());
+}
+
+void check_cuda(cudaError_t error, const char* what) {
+  if (error != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(error));
+}
+
+RnnAlgo parse_algo(const std::string& name) {
+  if (name == "auto") return RnnAlgo::kAuto;
+  if (name == "per_step") return RnnAlgo::kPerStep;
+  if (name == "persistent") return RnnAlgo::kPersistent;
+  throw std::runtime_error("unknown algo '" + name + "'");
+}
+
+template <typename T>
+std::string run(const std::string& dir, const std::map<std::string, std::string>& config) {
+  RnnDesc desc;
+  const std::string mode = get_string(config, "mode", "lstm");
+  if (mode != "lstm" && mode != "gru") throw std::runtime_error("unknown mode '" + mode + "'");
+  desc.mode = mode == "gru" ? RnnMode::kGru : RnnMode::kLstm;
+  desc.input_size = get_int(config, "input_size", 0);
+  desc.hidden_size = get_int(config, "hidden_size", 0);
+  desc.proj_size = get_int(config, "proj_size", 0);
+  desc.num_layers = get_int(config, "num_layers", 1);
+  desc.bidirectional = get_int(config, "bidirectional", 0) != 0;
+  desc.bias = get_int(config, "bias", 1) != 0;
+  const RnnAlgo algo = parse_algo(get_string(config, "algo", "auto"));
+  const std::int64_t repeats = get_int(config, "repeats", 0);
+  const std::int64_t dirs = rnn_directions(desc), S = rnn_state_size(desc), H = desc.hidden_size;
+  const std::int64_t G = rnn_gate_count(desc.mode), slots = desc.num_layers * dirs;
+  const bool lstm = desc.mode == RnnMode::kLstm;
+
+  const std::string lengths_path = dir + "/lengths.bin";
+  std::ifstream probe(lengths_path, std::ios::binary | std::ios::ate);
+  if (!probe) throw std::runtime_error("cannot read " + lengths_path);
+  const std::int64_t batch = static_cast<std::int64_t>(probe.tellg()) / 8;
+  const std::vector<std::int64_t> lengths = read_array<std::int64_t>(lengths_path, batch);
+  std::vector<std::int32_t> offsets(static_cast<std::size_t>(batch + 1), 0);
+  std::int64_t longest = 0;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    offsets[b + 1] = offsets[b] + static_cast<std::int32_t>(lengths[b]);
+    longest = std::max(longest, lengths[b]);
+  }
+  const std::int64_t nnz = offsets.back();
+
+  // Parameters under PyTorch's names.
+  std::vector<DeviceBuffer<T>> params;
+  std::vector<RnnLayerWeights<T>> weights;
+  auto load = [&](const std::string& name, std::int64_t count) -> const T* {
+    params.emplace_back(read_array<T>(dir + "/" + name + ".bin", count));
+    return params.back().data();
+  };
+  params.reserve(static_cast<std::size_t>(slots * 5));
+  for (std::int64_t l = 0; l < desc.num_layers; ++l)
+    for (std::int64_t d = 0; d < dirs; ++d) {
+      const std::string suffix = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
+      const std::int64_t in = rnn_layer_input_size(desc, l);
+      RnnLayerWeights<T> w;
+      w.w_ih = load("weight_ih" + suffix, G * H * in);
+      w.w_hh = load("weight_hh" + suffix, G * H * S);
+      if (desc.bias) {
+        w.b_ih = load("bias_ih" + suffix, G * H);
+        w.b_hh = load("bias_hh" + suffix, G * H);
+      }
+      if (lstm && desc.proj_size > 0) w.w_hr = load("weight_hr" + suffix, desc.proj_size * H);
+      weights.push_back(w);
+    }
+
+  DeviceBuffer<T> input(read_array<T>(dir + "/input.bin", nnz * desc.input_size));
+  DeviceBuffer<std::int32_t> d_offsets(offsets);
+  DeviceBuffer<T> h0, c0;
+  if (file_exists(dir + "/h0.bin")) h0 = DeviceBuffer<T>(read_array<T>(dir + "/h0.bin", slots * batch * S));
+  if (lstm && file_exists(dir + "/c0.bin")) c0 = DeviceBuffer<T>(read_array<T>(dir + "/c0.bin", slots * batch * H));
+  DeviceBuffer<T> output(static_cast<std::size_t>(nnz * dirs * S));
+  DeviceBuffer<T> hn(static_cast<std::size_t>(slots * batch * S)), cn(static_cast<std::size_t>(slots * batch * H));
+
+  cublasHandle_t handle = nullptr;
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
+  RnnArgs<T, std::int32_t> args;
+  args.desc = desc;
+  args.weights = weights.data();
+  args.input = RaggedView<const T, std::int32_t>{input.data(), d_offsets.data(), batch, nnz, desc.input_size};
+  args.max_steps = longest;
+  args.h0 = h0.empty() ? nullptr : h0.data();
+  args.c0 = c0.empty() ? nullptr : c0.data();
+  args.output = output.data();
+  args.hn = hn.data();
+  args.cn = lstm ? cn.data() : nullptr;
+  args.cublas = handle;
+  args.algo = algo;
+  std::size_t bytes = 0;
+  check(rnn_forward(nullptr, bytes, args, nullptr), "rnn_forward (workspace query)");
+  DeviceBuffer<unsigned char> workspace(bytes > 0 ? bytes : 1);
+  check(rnn_forward(workspace.data(), bytes, args, nullptr), "rnn_forward");
+  check_cuda(cudaDeviceSynchronize(), "rnn_forward (synchronize)");
+
+  double median_ms = 0.0;
+  if (repeats > 0) {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    check_cuda(cudaEventCreate(&start), "cudaEventCreate");
+    check_cuda(cudaEventCreate(&stop), "cudaEventCreate");
+    std::vector<double> times;
+    for (std::int64_t i = 0; i < repeats; ++i) {
+      check_cuda(cudaEventRecord(start, nullptr), "cudaEventRecord");
+      check(rnn_forward(workspace.data(), bytes, args, nullptr), "rnn_forward (timed)");
+      check_cuda(cudaEventRecord(stop, nullptr), "cudaEventRecord");
+      check_cuda(cudaEventSynchronize(stop), "cudaEventSynchronize");
+      float ms = 0.0f;
+      check_cuda(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+      times.push_back(ms);
+    }
+    std::sort(times.begin(), times.end());
+    median_ms = times[times.size() / 2];
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  cublasDestroy(handle);
+
+  write_array(dir + "/output.bin", output.to_host());
+  write_array(dir + "/hn.bin", hn.to_host());
+  if (lstm) write_array(dir + "/cn.bin", cn.to_host());
+  RnnAlgo chosen = RnnAlgo::kAuto;
+  check(rnn_select_algo<T>(desc, algo, chosen), "rnn_select_algo");
+  std::ostringstream json;
+  json << "{\"ok\": true, \"algo\": \"" << rnn_algo_name(chosen) << "\", \"median_ms\": " << median_ms
+       << ", \"runs\": " << repeats << ", \"workspace_bytes\": " << bytes << "}";
+  return json.str();
+}
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch == '\n' ? ' ' : ch;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR (see the comment at the top of bench/rnn_driver.cpp)\n", argv[0]);
+    return 2;
+  }
+  try {
+    const std::string dir = argv[1];
+    const auto config = read_config(dir + "/config.txt");
+    const std::string dtype = get_string(config, "dtype", "float32");
+    std::string result;
+    if (dtype == "float32") result = run<float>(dir, config);
+    else if (dtype == "float16") result = run<half>(dir, config);
+    else if (dtype == "bfloat16") result = run<bfloat16>(dir, config);
+    else throw std::runtime_error("unknown dtype '" + dtype + "'");
+    std::printf("%s\n", result.c_str());
+    return 0;
+  } catch (const std::exception& error) {
+    std::printf("{\"ok\": false, \"error\": \"%s\"}\n", escape(error.what()).c_str());
+    return 1;
+  }
+}

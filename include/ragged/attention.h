@@ -1,0 +1,165 @@
+// Fused scaled-dot-product attention forward over variable-length sequences (issue 5).
+//
+//   O[i, h, :] = sum_j P[i, j] V[j, g(h), :],   P[i, :] = softmax_j(scale * Q[i, h, :] . K[j, g(h), :])
+//   LSE[i, h]  = log(sum_j exp(scale * Q[i, h, :] . K[j, g(h), :]))       (natural log)
+//
+// for every query i and key j of the same sequence, g(h) = h / (heads_q / heads_kv) (grouped-query and
+// multi-query attention when heads_kv < heads_q). The score matrix never goes to device memory: one pass over
+// tiles of keys with an online softmax (FlashAttention-2's scheme). Half and bfloat16 run on tensor cores with
+// float accumulation (compute capability 8.0+); float runs on the FMA units.
+//
+// Layouts. Q and O are [rows_q, heads_q, head_dim], K and V [rows_k, heads_kv, head_dim], each with its own
+// element strides between tokens and between heads; head_dim is contiguous. Where each sequence's tokens are
+// is said by a SequenceLayout, separately for Q and for K/V (query and key lengths may differ):
+// - ragged: offsets [batch + 1] (cu_seqlens); sequence b owns rows [offsets[b], offsets[b+1]).
+// - padded: lengths [batch] and max_len; sequence b owns rows [b * max_len, b * max_len + min(lengths[b],
+//   max_len)) of a [batch, max_len, heads, head_dim] tensor (a key-padding mask, as FlashAttention's BlockInfo
+//   does for its non-varlen path). The same kernel body serves both.
+// Rows are clamped to [0, rows) as in every ragged kernel, so malformed offsets give wrong values but never an
+// out-of-bounds access. Rows outside every sequence (padding slots, spare capacity) are not written.
+//
+// Semantics, shared with reference::attention_forward (reference_attention.h):
+// - causal: query i (0-based within its sequence of L_q queries and L_k keys) sees key j iff
+//   j <= i + L_k - L_q (aligned bottom-right, as FlashAttention 2.1+): the last query sees every key.
+// - A query that sees no key (L_k = 0, or causal with i < L_q - L_k) gets O = 0 and LSE = -inf.
+// - Zero-length sequences produce nothing and cost (almost) nothing.
+// - LSE is float [rows_q, heads_q] (lse[row * heads_q + h], token-major like O); pass null to skip it.
+// - Deterministic: a sequence's output depends only on its own data, not on the rest of the batch or on
+//   whether the layout is ragged or padded (bitwise).
+//
+// Requirements: head_dim 64 or 128 (kUnsupportedShape otherwise); heads_kv divides heads_q; scale > 0 and
+// finite; data pointers 16-byte aligned and strides multiples of 16 bytes (16 / sizeof(T) elements), as any
+// dense [tokens, heads, head_dim] tensor from cudaMalloc is.
+//
+// Same contract as the other device ops: two-phase workspace (null -> only the size), explicit stream, no
+// allocation, no host sync, graph-capturable. No maximum length is needed on the host: the grid is sized from
+// rows_q and batch, and each block finds its (sequence, query tile) on the device from the offsets.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ragged/buffer.h"
+#include "ragged/dtype.h"
+#include "ragged/status.h"
+#include "ragged/tensor.h"
+
+namespace ragged {
+
+// Where the tokens of each sequence sit in a Q or K/V buffer. Exactly one of offsets / lengths is set
+// (for an empty padded batch both may be null).
+template <typename OffsetT>
+struct SequenceLayout {
+  static_assert(is_offset_type_v<OffsetT>, "offsets must be int32_t or int64_t");
+  const OffsetT* offsets = nullptr;  // ragged: [batch + 1], device memory
+  const OffsetT* lengths = nullptr;  // padded: [batch], device memory (negative counts as 0)
+  std::int64_t max_len = 0;          // padded: slots per sequence
+  std::int64_t rows = 0;             // token rows the buffer holds (padded: batch * max_len)
+
+  static SequenceLayout ragged(const OffsetT* offsets, std::int64_t rows) {
+    SequenceLayout s;
+    s.offsets = offsets;
+    s.rows = rows;
+    return s;
+  }
+  static SequenceLayout padded(const OffsetT* lengths, std::int64_t batch, std::int64_t max_len) {
+    SequenceLayout s;
+    s.lengths = lengths;
+    s.max_len = max_len;
+    s.rows = batch * max_len;
+    return s;
+  }
+  bool is_padded() const { return offsets == nullptr; }
+};
+
+// A [rows, heads, head_dim] tensor: element strides between tokens and between heads; head_dim contiguous.
+template <typename T>
+struct HeadsView {
+  T* data = nullptr;
+  std::int64_t token_stride = 0;  // dense: heads * head_dim
+  std::int64_t head_stride = 0;   // dense: head_dim
+};
+
+template <typename T>
+HeadsView<T> dense_heads(T* data, std::int64_t heads, std::int64_t head_dim) {
+  return HeadsView<T>{data, heads * head_dim, head_dim};
+}
+
+template <typename T, typename OffsetT>
+struct AttentionArgs {
+  HeadsView<const T> q, k, v;  // Q [q_seq.rows, heads_q, head_dim]; K, V [k_seq.rows, heads_kv, head_dim]
+  HeadsView<T> o;              // [q_seq.rows, heads_q, head_dim]
+  float* lse = nullptr;        // [q_seq.rows, heads_q] or null
+  SequenceLayout<OffsetT> q_seq, k_seq;
+  std::int64_t batch = 0;
+  int heads_q = 0;
+  int heads_kv = 0;
+  int head_dim = 0;
+  float scale = 0.0f;  // > 0; usually 1 / sqrt(head_dim)
+  bool causal = false;
+};
+
+// Query rows per block of the kernel that runs for T and head_dim (64 or 128 for half / bfloat16, 32 for float);
+// 0 for an unsupported combination. Informational (benchmarks, tuning notes).
+template <typename T>
+int attention_query_tile(int head_dim);
+
+// The forward pass. With d_workspace == nullptr: validates and writes workspace_bytes (currently 0; query it
+// anyway). Otherwise enqueues the kernel on `stream`.
+template <typename T, typename OffsetT>
+Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes, const AttentionArgs<T, OffsetT>& args,
+                                cudaStream_t stream);
+
+// ---------------------------------------------------------------------------------------------------------------
+// Owning convenience layer: ragged tensors with inner dims {heads, head_dim}. Q and K/V must have the same batch
+// (their lengths may differ); K and V must have the same offsets. Returns O with Q's offsets; `lse`, if given,
+// receives [q.nnz(), heads_q] floats. scale <= 0 means 1 / sqrt(head_dim). Throws ragged::Error.
+template <typename T, typename OffsetT>
+RaggedTensor<T, OffsetT> attention(const RaggedTensor<T, OffsetT>& q, const RaggedTensor<T, OffsetT>& k,
+                                   const RaggedTensor<T, OffsetT>& v, bool causal = false, float scale = 0.0f,
+                                   DeviceBuffer<float>* lse = nullptr) {
+  auto heads_and_dim = [](const RaggedTensor<T, OffsetT>& t, const char* name) {
+    if (t.inner_dims().size() != 2)
+      throw Error(Status::kInvalidArgument, std::string("attention: ") + name +
+                                                " must have inner dims {heads, head_dim}, got " +
+                                                std::to_string(t.inner_dims().size()) + " inner dims");
+    return t.inner_dims();
+  };
+  const std::vector<std::int64_t> qd = heads_and_dim(q, "q"), kd = heads_and_dim(k, "k"), vd = heads_and_dim(v, "v");
+  if (kd != vd || k.nnz() != v.nnz() || k.batch() != v.batch())
+    throw Error(Status::kInvalidArgument, "attention: k and v must have the same shape");
+  if (q.batch() != k.batch())
+    throw Error(Status::kInvalidArgument, "attention: q has " + std::to_string(q.batch()) + " sequences, k has " +
+                                              std::to_string(k.batch()));
+  if (qd[1] != kd[1])
+    throw Error(Status::kInvalidArgument, "attention: head_dim of q (" + std::to_string(qd[1]) +
+                                              ") and k (" + std::to_string(kd[1]) + ") differ");
+  RaggedTensor<T, OffsetT> out = q.empty_like();
+  if (lse != nullptr) *lse = DeviceBuffer<float>(static_cast<std::size_t>(q.nnz() * qd[0]), q.stream());
+  AttentionArgs<T, OffsetT> a;
+  a.q = dense_heads<const T>(q.values().data(), qd[0], qd[1]);
+  a.k = dense_heads<const T>(k.values().data(), kd[0], kd[1]);
+  a.v = dense_heads<const T>(v.values().data(), vd[0], vd[1]);
+  a.o = dense_heads<T>(out.values().data(), qd[0], qd[1]);
+  a.lse = lse != nullptr ? lse->data() : nullptr;
+  a.q_seq = SequenceLayout<OffsetT>::ragged(q.offsets().data(), q.nnz());
+  a.k_seq = SequenceLayout<OffsetT>::ragged(k.offsets().data(), k.nnz());
+  a.batch = q.batch();
+  a.heads_q = static_cast<int>(qd[0]);
+  a.heads_kv = static_cast<int>(kd[0]);
+  a.head_dim = static_cast<int>(qd[1]);
+  a.scale = scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(qd[1]));
+  // K / V may live on other streams than Q: finish their pending work before the kernel reads them.
+  if (k.stream() != q.stream()) cuda_check(cudaStreamSynchronize(k.stream()), "cudaStreamSynchronize(k)");
+  if (v.stream() != q.stream()) cuda_check(cudaStreamSynchronize(v.stream()), "cudaStreamSynchronize(v)");
+  Workspace ws(q.stream());
+  run_with_workspace(ws, [&](void* p, std::size_t& bytes) { return varlen_attention_forward(p, bytes, a, q.stream()); });
+  return out;
+}
+
+}  // namespace ragged

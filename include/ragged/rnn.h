@@ -1,0 +1,127 @@
+// Packed LSTM and GRU forward over a ragged batch, with torch.nn.LSTM / torch.nn.GRU semantics: the recurrence
+// only ever computes on real tokens, the caller never sorts, and zero-length sequences are allowed.
+//
+// Semantics (PyTorch's, gate rows and names as in torch.nn.LSTM / torch.nn.GRU):
+//   LSTM  i = s(W_ii x + b_ii + W_hi h + b_hi)   f = s(... f rows ...)   g = tanh(... g rows ...)   o = s(...)
+//         c' = f * c + i * g,   h' = o * tanh(c'),   with proj_size P > 0: h' = W_hr (o * tanh(c'))
+//   GRU   r = s(W_ir x + b_ir + W_hr h + b_hr)   z = s(... z rows ...)
+//         n = tanh(W_in x + b_in + r * (W_hn h + b_hn))   (b_hn inside the reset product)
+//         h' = (1 - z) * n + z * h
+// Layer l + 1 reads layer l's output (both directions concatenated, forward first). The reverse direction of a
+// sequence starts at its own last token with its own initial state. A sequence of length 0 writes no output row
+// and its final state is its initial state.
+//
+// Precision: T in {float, half, bfloat16} is the storage type of inputs, weights, outputs, states and of the
+// hidden state between steps; every product is accumulated in float and the LSTM cell state stays float for the
+// whole sequence. The input projection is one cuBLAS GEMM per layer and direction with fp32 accumulation and
+// TF32 disabled (PyTorch with torch.backends.cuda.matmul.allow_tf32 = False / cudnn.allow_tf32 = False).
+//
+// Steps: the host does not know the longest sequence without a sync, so the caller passes `max_steps` >= the
+// longest length (as for PackedLayout). The per-step path launches one kernel (two with proj_size) per step
+// up to max_steps; launches past the longest sequence see no active sequence and return at once, so a loose
+// bound costs about one empty launch per extra step. The persistent path loops on the device and stops at the
+// first step with no active sequence, so a loose bound costs nothing there. A sequence longer than max_steps is
+// recorded as kInvalidArgument (its index) in args.check and processed as if truncated to max_steps (its later
+// output rows are not written).
+//
+// Same contract as every device op: two-phase workspace, explicit stream, no allocation, no host sync,
+// graph-capturable (the persistent path is a cooperative launch, which stream capture supports).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ragged/check.h"
+#include "ragged/status.h"
+#include "ragged/view.h"
+
+namespace ragged {
+
+enum class RnnMode : int { kLstm = 0, kGru = 1 };
+
+// How the recurrence runs. kAuto takes the persistent kernel when the recurrent weights of every block fit in
+// its shared memory with the whole grid co-resident (and the device supports cooperative launches), else the
+// per-step kernels. Forcing kPersistent where it cannot run returns kUnsupportedShape.
+enum class RnnAlgo : int {
+  kAuto = 0,
+  kPerStep = 1,     // one launch per step; the recurrent weights stream from L2 every step
+  kPersistent = 2,  // one cooperative launch per layer; weights resident in shared memory, grid sync per step
+};
+
+const char* rnn_mode_name(RnnMode mode);
+const char* rnn_algo_name(RnnAlgo algo);
+
+// The layer stack, as the constructor arguments of torch.nn.LSTM / torch.nn.GRU (batch_first is irrelevant:
+// the input is ragged).
+struct RnnDesc {
+  RnnMode mode = RnnMode::kLstm;
+  std::int64_t input_size = 0;   // >= 1
+  std::int64_t hidden_size = 0;  // H >= 1
+  std::int64_t proj_size = 0;    // P: LSTM only, 0 (none) or 1 <= P < H
+  std::int64_t num_layers = 1;   // >= 1
+  bool bidirectional = false;
+  bool bias = true;  // false: b_ih and b_hh are not read (may be null)
+};
+
+// 4 for LSTM, 3 for GRU.
+int rnn_gate_count(RnnMode mode);
+// 1 or 2.
+int rnn_directions(const RnnDesc& desc);
+// The size of h: P when proj_size > 0, else H.
+std::int64_t rnn_state_size(const RnnDesc& desc);
+// The input size of `layer`: input_size for layer 0, directions * state size after.
+std::int64_t rnn_layer_input_size(const RnnDesc& desc, std::int64_t layer);
+
+// Device pointers to one layer and direction's parameters, in PyTorch's layout (row-major, gate rows stacked in
+// PyTorch's order): weight_ih_l{k}[_reverse] etc.
+template <typename T>
+struct RnnLayerWeights {
+  const T* w_ih = nullptr;  // [gates * H, layer input size]
+  const T* w_hh = nullptr;  // [gates * H, state size]
+  const T* b_ih = nullptr;  // [gates * H]  (desc.bias only)
+  const T* b_hh = nullptr;  // [gates * H]  (desc.bias only)
+  const T* w_hr = nullptr;  // [P, H]       (proj_size > 0 only)
+};
+
+template <typename T, typename OffsetT>
+struct RnnArgs {
+  RnnDesc desc;
+  // HOST array of num_layers * directions entries, entry [layer * directions + direction] (direction 1 is the
+  // reverse one). Only the pointers are read on the host.
+  const RnnLayerWeights<T>* weights = nullptr;
+  // [nnz, input_size] with offsets [batch + 1] in the caller's order (any order of lengths).
+  RaggedView<const T, OffsetT> input;
+  std::int64_t max_steps = 0;  // >= the longest sequence (see the header comment)
+  const T* h0 = nullptr;       // [num_layers * directions, batch, state size] or null (zeros)
+  const T* c0 = nullptr;       // [num_layers * directions, batch, H] or null (zeros); LSTM only
+  T* output = nullptr;         // [nnz, directions * state size], row r aligned with input row r
+  T* hn = nullptr;             // [num_layers * directions, batch, state size] or null (not written)
+  T* cn = nullptr;             // [num_layers * directions, batch, H] or null; LSTM only
+  // cuBLAS handle for the input projections. rnn_forward sets its stream to `stream` and its workspace to a
+  // slice of ragged's workspace (cublas_workspace_bytes), and its math mode to CUBLAS_DEFAULT_MATH (no TF32).
+  // Before returning it restores the handle's previous stream and math mode; restoring the stream also resets
+  // the handle's workspace to cuBLAS's default pool (cublasSetStream always does that), so the handle never
+  // keeps a pointer into ragged's workspace. Not thread-safe with other users of the same handle.
+  cublasHandle_t cublas = nullptr;
+  std::size_t cublas_workspace_bytes = std::size_t{4} << 20;  // cuBLAS's own recommendation is 4 MiB (32 on Hopper)
+  RnnAlgo algo = RnnAlgo::kAuto;
+  CheckResult* check = nullptr;  // optional: the first sequence longer than max_steps (kInvalidArgument)
+};
+
+// Runs the whole stack. Output rows that belong to no sequence (past offsets[batch], or past max_steps) are not
+// written. Errors: kInvalidArgument / kNullPointer / kSizeOverflow naming the argument, kUnsupportedShape for a
+// forced kPersistent that does not fit, kWorkspaceTooSmall, kCudaError (a launch or cuBLAS call failed).
+template <typename T, typename OffsetT>
+Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArgs<T, OffsetT>& args,
+                   cudaStream_t stream);
+
+// The path kAuto takes for this stack on the current device (kPersistent or kPerStep). It depends on the
+// shapes, the dtype and the device, never on the batch or its lengths, so results for one sequence do not
+// depend on the rest of the batch.
+template <typename T>
+Status rnn_select_algo(const RnnDesc& desc, RnnAlgo requested, RnnAlgo& chosen);
+
+}  // namespace ragged

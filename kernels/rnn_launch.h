@@ -1,0 +1,105 @@
+// Internal: launchers of the recurrent kernels (kernels/rnn_*.cu), called by src/rnn.cpp after it has
+// validated the arguments, laid out the workspace, built the packing order and run the input projections.
+//
+// The recurrence works on "slots": slot j is the j-th sequence in descending length order (PackedLayout's
+// sorted order), so the sequences active at step t are the slots j < active[t]. Every array below is indexed
+// by slot; the data (input projections, outputs) stays in the caller's row order, addressed through
+// slot_begin[j] + token, so nothing is packed or unpacked. The reverse direction of slot j processes token
+// length - 1 - t at step t: it uses the same active prefix as the forward direction, and both directions run
+// in the same launch.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "ragged/packing.h"
+#include "ragged/rnn.h"
+#include "ragged/status.h"
+
+namespace ragged {
+namespace detail {
+
+// slot_begin[j] / slot_length[j]: first row and length (clamped to the rows, to sorted_lengths[j] and to
+// max_steps) of the sequence in slot j; active[t] = batch_sizes[t] clamped to [0, batch].
+template <typename OffsetT>
+Status launch_rnn_slots(const OffsetT* d_offsets, std::int64_t rows, PackedLayout<OffsetT> layout,
+                        std::int64_t* d_slot_begin, std::int64_t* d_slot_length, std::int64_t* d_active,
+                        cudaStream_t stream);
+
+// One layer's state buffers, per direction d:
+//   h: [dirs][2][batch][state]  T      (step t reads parity t % 2 and writes the other)
+//   c: [dirs][batch][hidden]    float  (LSTM)
+//   r: [dirs][batch][hidden]    T      (LSTM with projection: o * tanh(c) before W_hr)
+template <typename T>
+struct RnnStateArgs {
+  std::int64_t dirs = 1, batch = 0, state = 0, hidden = 0;
+  bool lstm = true;
+  const std::int64_t* sorted_indices = nullptr;  // [batch] slot -> caller's sequence
+  const std::int64_t* slot_length = nullptr;     // [batch]
+  T* h = nullptr;
+  float* c = nullptr;
+  // The layer's slices of the caller's initial / final states: [dirs][batch][state] and [dirs][batch][hidden].
+  const T* h0 = nullptr;
+  const T* c0 = nullptr;
+  T* hn = nullptr;
+  T* cn = nullptr;
+};
+
+// h parity 0 and c from h0 / c0 (zeros when null), in slot order.
+template <typename T>
+Status launch_rnn_init_state(const RnnStateArgs<T>& args, cudaStream_t stream);
+// hn / cn (when non-null) from the state each slot ended in (h parity = its length % 2).
+template <typename T>
+Status launch_rnn_final_state(const RnnStateArgs<T>& args, cudaStream_t stream);
+
+// Everything one layer's recurrence reads and writes (both directions).
+template <typename T>
+struct RnnRecurrenceArgs {
+  RnnMode mode = RnnMode::kLstm;
+  int gates = 4;
+  std::int64_t hidden = 0;     // H
+  std::int64_t state = 0;      // size of h: P or H
+  std::int64_t proj = 0;       // P (0: none)
+  std::int64_t dirs = 1;
+  std::int64_t batch = 0;
+  std::int64_t max_steps = 0;
+  bool bias = true;
+  const std::int64_t* active = nullptr;       // [max_steps]
+  const std::int64_t* slot_begin = nullptr;   // [batch]
+  const std::int64_t* slot_length = nullptr;  // [batch]
+  const float* xproj = nullptr;  // [rows][dirs * gates * H]: x W_ih^T, direction d at column d * gates * H
+  T* out = nullptr;              // [rows][dirs * state]
+  T* h = nullptr;                // state buffers as in RnnStateArgs
+  float* c = nullptr;
+  T* r = nullptr;
+  const T* w_hh[2] = {nullptr, nullptr};
+  const T* b_ih[2] = {nullptr, nullptr};
+  const T* b_hh[2] = {nullptr, nullptr};
+  const T* w_hr[2] = {nullptr, nullptr};
+};
+
+// Runs the recurrence of one layer: max_steps steps, each over the slots j < active[t]. `algo` kAuto picks as
+// rnn_select_algo does; kPersistent fails with kUnsupportedShape when it cannot run.
+template <typename T>
+Status launch_rnn_recurrence(const RnnRecurrenceArgs<T>& args, RnnAlgo algo, cudaStream_t stream);
+
+// The persistent kernel's configuration for these shapes on the current device; `fits` false when its weights
+// do not fit on chip or the grid cannot be co-resident (or the device has no cooperative launch).
+struct RnnPersistentPlan {
+  bool fits = false;
+  int units = 0;        // hidden units per block (all gates of each)
+  int slices = 0;       // blocks per direction
+  int proj_units = 0;   // projection rows per block
+  std::size_t shared_bytes = 0;
+};
+template <typename T>
+Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj,
+                           std::int64_t dirs, RnnPersistentPlan& plan);
+
+// The persistent launch itself (plan.fits must be true).
+template <typename T>
+Status launch_rnn_persistent(const RnnRecurrenceArgs<T>& args, const RnnPersistentPlan& plan, cudaStream_t stream);
+
+}  // namespace detail
+}  // namespace ragged

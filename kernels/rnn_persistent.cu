@@ -1,0 +1,143 @@
+// The persistent recurrent path: one cooperative launch per layer. Block b of direction d owns the gate rows of
+// hidden units [b * units, + units) of W_hh (and rows [b * proj_units, + proj_units) of W_hr) in shared memory
+// for the whole sequence, and the grid synchronises once per step (twice with a projection). Each step covers
+// only the slots still active, so the work shrinks with the packed batch; the loop stops at the first step with
+// no active slot, so max_steps may be loose.
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <string>
+
+#include "launch.cuh"
+#include "rnn_common.cuh"
+
+namespace ragged {
+namespace detail {
+namespace rnn {
+namespace {
+
+template <typename T>
+__global__ void __launch_bounds__(kRnnThreads, 1) rnn_persistent_kernel(const __grid_constant__ KernelParams<T> p) {
+  extern __shared__ __align__(128) unsigned char shared[];
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  const RnnRecurrenceArgs<T>& a = p.a;
+  const int d = static_cast<int>(blockIdx.x) / p.slices;
+  const int slice = static_cast<int>(blockIdx.x) - d * p.slices;
+
+  // The block's weight slices, loaded once (zero rows / columns pad them to whole tiles).
+  {
+    const int units = p.units;
+    const std::int64_t u0 = static_cast<std::int64_t>(slice) * units;
+    auto gate_row = [&](int q) -> std::int64_t {
+      const int gate = q / units, u = q - gate * units;
+      return q < a.gates * units && u0 + u < a.hidden ? gate * a.hidden + u0 + u : -1;
+    };
+    stage_rows<T, false>(reinterpret_cast<T*>(shared + p.shared.gate_weights), rnn_shared_ld(p.gate.k_pad, sizeof(T)),
+                         p.gate.rows_pad, p.gate.k_pad, a.w_hh[d], a.state, 0, p.gate.k, p.vec_w_hh, gate_row);
+    if (a.proj > 0) {
+      const std::int64_t p0 = static_cast<std::int64_t>(slice) * p.proj_units;
+      auto proj_row = [&](int q) -> std::int64_t { return q < p.proj_units && p0 + q < a.proj ? p0 + q : -1; };
+      stage_rows<T, false>(reinterpret_cast<T*>(shared + p.shared.proj_weights),
+                           rnn_shared_ld(p.proj.k_pad, sizeof(T)), p.proj.rows_pad, p.proj.k_pad, a.w_hr[d],
+                           a.hidden, 0, p.proj.k, p.vec_w_hr, proj_row);
+    }
+    __syncthreads();
+  }
+
+  for (std::int64_t t = 0; t < a.max_steps; ++t) {
+    const std::int64_t active = active_at(a, t);  // the same for every block, so all leave together
+    if (active == 0) break;
+    gates_phase<T, true>(p, shared, d, slice, t, active);
+    grid.sync();
+    if (a.proj > 0) {
+      proj_phase<T, true>(p, shared, d, slice, t, active);
+      grid.sync();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rnn
+
+template <typename T>
+Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj,
+                           std::int64_t dirs, RnnPersistentPlan& plan) {
+  plan = RnnPersistentPlan{};
+  int device = 0, sms = 0, cooperative = 0, optin = 0;
+  Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  if (s != Status::kSuccess) return s;
+  s = from_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  if (s != Status::kSuccess) return s;
+  s = from_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device), "cudaDeviceGetAttribute");
+  if (s != Status::kSuccess) return s;
+  s = from_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                "cudaDeviceGetAttribute");
+  if (s != Status::kSuccess) return s;
+  if (cooperative == 0 || sms <= 0) return Status::kSuccess;
+
+  // One block per SM at most: as few units per block as that allows (multiples of 4, at least 4).
+  const int gates = rnn_gate_count(mode);
+  std::int64_t units = std::max<std::int64_t>(4, rnn_round_up((dirs * hidden + sms - 1) / sms, 4));
+  units = std::min<std::int64_t>(units, rnn_round_up(hidden, 4));
+  const std::int64_t slices = (hidden + units - 1) / units;
+  const std::int64_t blocks = dirs * slices;
+  const std::int64_t proj_units = proj > 0 ? (proj + slices - 1) / slices : 0;
+  const RnnGemmGeometry gate = make_rnn_gemm_geometry(gates * units, state);
+  const RnnGemmGeometry projection = make_rnn_gemm_geometry(proj_units, hidden);
+  if (!rnn_gemm_fits_warps(gate) || (proj > 0 && !rnn_gemm_fits_warps(projection))) return Status::kSuccess;
+  const RnnSharedLayout shared = make_rnn_shared_layout(gate, projection, proj > 0, true, sizeof(T));
+  if (shared.total > static_cast<std::size_t>(optin)) return Status::kSuccess;
+
+  const void* kernel = reinterpret_cast<const void*>(&rnn::rnn_persistent_kernel<T>);
+  s = from_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(shared.total)),
+                "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+  if (s != Status::kSuccess) return s;
+  int per_sm = 0;
+  s = from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRnnThreads, shared.total),
+                "cudaOccupancyMaxActiveBlocksPerMultiprocessor(rnn_persistent_kernel)");
+  if (s != Status::kSuccess) return s;
+  if (static_cast<std::int64_t>(per_sm) * sms < blocks) return Status::kSuccess;
+
+  plan.fits = true;
+  plan.units = static_cast<int>(units);
+  plan.slices = static_cast<int>(slices);
+  plan.proj_units = static_cast<int>(proj_units);
+  plan.shared_bytes = shared.total;
+  return Status::kSuccess;
+}
+
+template <typename T>
+Status launch_rnn_persistent(const RnnRecurrenceArgs<T>& args, const RnnPersistentPlan& plan, cudaStream_t stream) {
+  if (!plan.fits) return fail(Status::kUnsupportedShape, "rnn: the persistent kernel does not fit these shapes");
+  rnn::KernelParams<T> p;
+  p.a = args;
+  p.units = plan.units;
+  p.slices = plan.slices;
+  p.proj_units = plan.proj_units;
+  p.gate = make_rnn_gemm_geometry(args.gates * plan.units, args.state);
+  p.proj = make_rnn_gemm_geometry(plan.proj_units, args.hidden);
+  p.shared = make_rnn_shared_layout(p.gate, p.proj, args.proj > 0, true, sizeof(T));
+  rnn::fill_vector_flags(p);
+  const void* kernel = reinterpret_cast<const void*>(&rnn::rnn_persistent_kernel<T>);
+  Status s = rnn::set_shared_limit(kernel, p.shared.total, "rnn_persistent_kernel");
+  if (s != Status::kSuccess) return s;
+  void* kernel_args[] = {&p};
+  const dim3 grid(static_cast<unsigned>(args.dirs * plan.slices));
+  s = from_cuda(cudaLaunchCooperativeKernel(kernel, grid, dim3(kRnnThreads), kernel_args, p.shared.total, stream),
+                "cudaLaunchCooperativeKernel(rnn_persistent_kernel)");
+  if (s != Status::kSuccess) return s;
+  return check_launch("rnn_persistent_kernel");
+}
+
+#define RAGGED_INSTANTIATE_RNN_PERSISTENT(T)                                                                     \
+  template Status plan_rnn_persistent<T>(RnnMode, std::int64_t, std::int64_t, std::int64_t, std::int64_t,      \
+                                         RnnPersistentPlan&);                                                  \
+  template Status launch_rnn_persistent<T>(const RnnRecurrenceArgs<T>&, const RnnPersistentPlan&, cudaStream_t);
+
+RAGGED_INSTANTIATE_RNN_PERSISTENT(float)
+RAGGED_INSTANTIATE_RNN_PERSISTENT(__half)
+RAGGED_INSTANTIATE_RNN_PERSISTENT(__nv_bfloat16)
+
+}  // namespace detail
+}  // namespace ragged

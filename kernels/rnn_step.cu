@@ -1,0 +1,109 @@
+// The per-step recurrent path: one launch per step (two with a projection), each block computing all gates of
+// a slice of hidden units for the active slots, with its slice of W_hh streamed through shared memory from L2.
+// Also the dispatch between this path and the persistent kernel (rnn_persistent.cu).
+#include "launch.cuh"
+#include "rnn_common.cuh"
+
+#include <algorithm>
+#include <string>
+
+namespace ragged {
+namespace detail {
+namespace rnn {
+namespace {
+
+template <typename T>
+__global__ void __launch_bounds__(kRnnThreads)
+    rnn_gates_step_kernel(const __grid_constant__ KernelParams<T> p, std::int64_t t) {
+  extern __shared__ __align__(128) unsigned char shared[];
+  const std::int64_t active = active_at(p.a, t);
+  if (active == 0) return;
+  gates_phase<T, false>(p, shared, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x), t, active);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kRnnThreads)
+    rnn_proj_step_kernel(const __grid_constant__ KernelParams<T> p, std::int64_t t) {
+  extern __shared__ __align__(128) unsigned char shared[];
+  const std::int64_t active = active_at(p.a, t);
+  if (active == 0) return;
+  proj_phase<T, false>(p, shared, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x), t, active);
+}
+
+constexpr int kMinUnits = 4;
+constexpr int kMaxStepUnits = 16;  // bounds the streamed weight chunk: 4 gates x 16 units = 64 rows
+constexpr int kProjRowsPerBlock = 16;
+
+}  // namespace
+
+template <typename T>
+Status launch_per_step(const RnnRecurrenceArgs<T>& a, cudaStream_t stream) {
+  int sms = 0;
+  Status s = sm_count(sms);
+  if (s != Status::kSuccess) return s;
+  // Enough unit slices to give every SM a block, in multiples of 4 units.
+  std::int64_t units = (a.dirs * a.hidden + sms - 1) / sms;
+  units = std::min<std::int64_t>(kMaxStepUnits, std::max<std::int64_t>(kMinUnits, rnn_round_up(units, 4)));
+  units = std::min<std::int64_t>(units, rnn_round_up(a.hidden, 4));
+
+  KernelParams<T> gates;
+  gates.a = a;
+  gates.units = static_cast<int>(units);
+  gates.slices = static_cast<int>((a.hidden + units - 1) / units);
+  gates.gate = make_rnn_gemm_geometry(a.gates * units, a.state);
+  gates.shared = make_rnn_shared_layout(gates.gate, gates.gate, false, false, sizeof(T));
+  fill_vector_flags(gates);
+  s = set_shared_limit(reinterpret_cast<const void*>(&rnn_gates_step_kernel<T>), gates.shared.total,
+                          "rnn_gates_step_kernel");
+  if (s != Status::kSuccess) return s;
+
+  KernelParams<T> proj = gates;
+  const bool has_proj = a.proj > 0;
+  if (has_proj) {
+    proj.proj_units = kProjRowsPerBlock;
+    proj.slices = static_cast<int>((a.proj + kProjRowsPerBlock - 1) / kProjRowsPerBlock);
+    proj.proj = make_rnn_gemm_geometry(kProjRowsPerBlock, a.hidden);
+    proj.shared = make_rnn_shared_layout(proj.proj, proj.proj, false, false, sizeof(T));
+    s = set_shared_limit(reinterpret_cast<const void*>(&rnn_proj_step_kernel<T>), proj.shared.total,
+                            "rnn_proj_step_kernel");
+    if (s != Status::kSuccess) return s;
+  }
+  const dim3 gate_grid(static_cast<unsigned>(gates.slices), static_cast<unsigned>(a.dirs));
+  const dim3 proj_grid(static_cast<unsigned>(proj.slices), static_cast<unsigned>(a.dirs));
+  for (std::int64_t t = 0; t < a.max_steps; ++t) {
+    rnn_gates_step_kernel<T><<<gate_grid, kRnnThreads, gates.shared.total, stream>>>(gates, t);
+    s = check_launch("rnn_gates_step_kernel");
+    if (s != Status::kSuccess) return s;
+    if (!has_proj) continue;
+    rnn_proj_step_kernel<T><<<proj_grid, kRnnThreads, proj.shared.total, stream>>>(proj, t);
+    s = check_launch("rnn_proj_step_kernel");
+    if (s != Status::kSuccess) return s;
+  }
+  return Status::kSuccess;
+}
+
+}  // namespace rnn
+
+template <typename T>
+Status launch_rnn_recurrence(const RnnRecurrenceArgs<T>& args, RnnAlgo algo, cudaStream_t stream) {
+  if (args.batch == 0 || args.max_steps == 0) return Status::kSuccess;
+  if (algo == RnnAlgo::kPerStep) return rnn::launch_per_step(args, stream);
+  if (algo != RnnAlgo::kAuto && algo != RnnAlgo::kPersistent)
+    return fail(Status::kInvalidArgument, "rnn algo " + std::to_string(static_cast<int>(algo)) + " is unknown");
+  RnnPersistentPlan plan;
+  const Status s = plan_rnn_persistent<T>(args.mode, args.hidden, args.state, args.proj, args.dirs, plan);
+  if (s != Status::kSuccess) return s;
+  if (plan.fits) return launch_rnn_persistent(args, plan, stream);
+  if (algo == RnnAlgo::kPersistent)
+    return fail(Status::kUnsupportedShape, "rnn: the persistent kernel cannot run hidden_size = " +
+                                               std::to_string(args.hidden) + " with these shapes on this device "
+                                               "(weights do not fit on chip, or no cooperative launch)");
+  return rnn::launch_per_step(args, stream);
+}
+
+template Status launch_rnn_recurrence<float>(const RnnRecurrenceArgs<float>&, RnnAlgo, cudaStream_t);
+template Status launch_rnn_recurrence<__half>(const RnnRecurrenceArgs<__half>&, RnnAlgo, cudaStream_t);
+template Status launch_rnn_recurrence<__nv_bfloat16>(const RnnRecurrenceArgs<__nv_bfloat16>&, RnnAlgo, cudaStream_t);
+
+}  // namespace detail
+}  // namespace ragged

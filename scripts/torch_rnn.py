@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""ragged's packed LSTM / GRU against torch.nn.LSTM / torch.nn.GRU on a PackedSequence (cuDNN), on the GPU.
+
+  python3 scripts/torch_rnn.py --driver build/bench/ragged_rnn_driver --out OUT/torch_rnn.json [--quick]
+
+1. Checks: for LSTM and GRU, 1 to 3 layers, one or two directions, proj_size, float32 / float16 / bfloat16,
+   unsorted lengths: torch's outputs (pad_packed_sequence, caller's order) and final states against ragged's
+   (ragged_rnn_driver, fed the same weights and inputs through raw files). TF32 is disabled for both.
+   PyTorch refuses zero-length sequences in a PackedSequence, so the checks use lengths >= 1 (ragged's own
+   tests cover zero lengths).
+2. Timings, same shapes as bench/bench_rnn.cu (one LSTM layer, input = hidden, batch 16 / 64, hidden 256 / 1024,
+   bfloat16, mean length 128 from uniform / lognormal / bimodal lengths clamped to 4 x mean, at least 1):
+   torch_packed (the LSTM call on a prepared PackedSequence), torch_padded (the same LSTM on the padded batch)
+   and ragged (rnn_forward through the driver, which times its own runs with CUDA events). Median of --repeats.
+
+Writes one JSON file (--out) with the torch version, the device, every check with its max errors and verdict,
+and every timing; exits 1 when a check fails or the driver fails.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# Max abs error allowed between ragged and cuDNN (both fp32-accumulated, h stored in the dtype): the outputs are
+# bounded by 1 in magnitude (cell states by a few, judged relative to their size), so these are about 8 ulps at
+# 1 for the low precisions, where a rounding that differs once propagates through the later steps.
+TOLERANCE = {"float32": 2e-5, "float16": 8e-3, "bfloat16": 6e-2}
+
+
+def write_raw(path, tensor):
+    t = tensor.detach().contiguous().cpu()
+    if t.dtype == torch.bfloat16:
+        t = t.view(torch.int16)
+    t.numpy().tofile(path)
+
+
+def read_raw(path, dtype, shape):
+    np_dtype = {"float32": np.float32, "float16": np.float16, "bfloat16": np.int16}[dtype]
+    t = torch.from_numpy(np.fromfile(path, dtype=np_dtype).copy())
+    if dtype == "bfloat16":
+        t = t.view(torch.bfloat16)
+    return t.reshape(shape)
+
+
+def run_driver(driver, workdir, config):
+    with open(os.path.join(workdir, "config.txt"), "w") as f:
+        for key, value in config.items():
+            f.write(f"{key} {value}\n")
+    proc = subprocess.run([driver, workdir], capture_output=True, text=True)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        return {"ok": False, "error": f"driver rc={proc.returncode}: {proc.stdout[-500:]} {proc.stderr[-500:]}"}
+    return json.loads(lines[-1])
+
+
+def make_module(mode, input_size, hidden, proj, layers, bidirectional, dtype):
+    if mode == "lstm":
+        module = torch.nn.LSTM(input_size, hidden, num_layers=layers, bidirectional=bidirectional, proj_size=proj)
+    else:
+        module = torch.nn.GRU(input_size, hidden, num_layers=layers, bidirectional=bidirectional)
+    return module.to(device="cuda", dtype=DTYPES[dtype]).eval()
+
+
+def export(module, workdir, mode, dtype, lengths, x_list, h0, c0, algo, repeats):
+    """Writes the module's parameters, the inputs and the config for the driver."""
+    for name, param in module.named_parameters():
+        write_raw(os.path.join(workdir, name + ".bin"), param)
+    np.asarray(lengths, dtype=np.int64).tofile(os.path.join(workdir, "lengths.bin"))
+    write_raw(os.path.join(workdir, "input.bin"), torch.cat(x_list, 0))
+    for name in ("h0", "c0"):
+        path = os.path.join(workdir, name + ".bin")
+        if os.path.exists(path):
+            os.remove(path)
+    if h0 is not None:
+        write_raw(os.path.join(workdir, "h0.bin"), h0)
+    if c0 is not None:
+        write_raw(os.path.join(workdir, "c0.bin"), c0)
+    return {
+        "mode": mode,
+        "dtype": dtype,
+        "input_size": module.input_size,
+        "hidden_size": module.hidden_size,
+        "proj_size": getattr(module, "proj_size", 0),
+        "num_layers": module.num_layers,
+        "bidirectional": int(module.bidirectional),
+        "bias": int(module.bias),
+        "algo": algo,
+        "repeats": repeats,
+    }
+
+
+def check_case(driver, workdir, mode, dtype, layers, bidirectional, proj, algo, rng):
+    input_size, hidden = 24, 48
+    lengths = [int(v) for v in rng.integers(1, 40, size=int(rng.integers(1, 24)))]
+    module = make_module(mode, input_size, hidden, proj, layers, bidirectional, dtype)
+    dirs = 2 if bidirectional else 1
+    state = proj if proj > 0 else hidden
+    x_list = [torch.randn(n, input_size, device="cuda", dtype=DTYPES[dtype]) for n in lengths]
+    h0 = 0.5 * torch.randn(layers * dirs, len(lengths), state, device="cuda", dtype=DTYPES[dtype])
+    c0 = 0.5 * torch.randn(layers * dirs, len(lengths), hidden, device="cuda", dtype=DTYPES[dtype])
+    with torch.no_grad():
+        packed = torch.nn.utils.rnn.pack_sequence(x_list, enforce_sorted=False)
+        if mode == "lstm":
+            out, (hn, cn) = module(packed, (h0, c0))
+        else:
+            out, hn = module(packed, h0)
+            cn = None
+        padded, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+        want_out = torch.cat([padded[b, :n] for b, n in enumerate(lengths)], 0).float().cpu()
+
+    config = export(module, workdir, mode, dtype, lengths, x_list, h0, c0 if mode == "lstm" else None, algo, 0)
+    result = run_driver(driver, workdir, config)
+    case = {"mode": mode, "dtype": dtype, "layers": layers, "bidirectional": bidirectional, "proj_size": proj,
+            "algo": algo, "batch": len(lengths), "tokens": sum(lengths)}
+    if not result.get("ok"):
+        case.update(ok=False, error=result.get("error"))
+        return case
+    got_out = read_raw(os.path.join(workdir, "output.bin"), dtype, tuple(want_out.shape)).float()
+    errors = {"output": (got_out - want_out).abs().max().item()}
+    got_hn = read_raw(os.path.join(workdir, "hn.bin"), dtype, tuple(hn.shape)).float()
+    errors["hn"] = (got_hn - hn.float().cpu()).abs().max().item()
+    if cn is not None:
+        got_cn = read_raw(os.path.join(workdir, "cn.bin"), dtype, tuple(cn.shape)).float()
+        # The cell state grows past 1: judge it relative to its size.
+        errors["cn"] = ((got_cn - cn.float().cpu()).abs() / (1 + cn.float().cpu().abs())).max().item()
+    ok = all(math.isfinite(e) and e <= TOLERANCE[dtype] for e in errors.values())
+    case.update(ok=ok, algo_used=result.get("algo"), max_errors=errors, tolerance=TOLERANCE[dtype])
+    return case
+
+
+def draw_lengths(distribution, batch, mean, rng):
+    if distribution == "uniform":
+        raw = rng.uniform(0, 2 * mean + 1, size=batch) - 0.5
+    elif distribution == "lognormal":
+        raw = rng.lognormal(math.log(mean) - 0.5, 1.0, size=batch)
+    elif distribution == "bimodal":
+        centers = np.where(rng.random(batch) < 0.5, 0.25 * mean, 1.75 * mean)
+        raw = rng.normal(centers, 0.1 * centers)
+    else:
+        raise ValueError(distribution)
+    return [int(v) for v in np.clip(np.rint(raw), 1, 4 * mean)]
+
+
+def cuda_time_ms(fn, repeats):
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def timing_case(driver, workdir, distribution, batch, hidden, dtype, repeats, rng):
+    mean = 128
+    lengths = draw_lengths(distribution, batch, mean, rng)
+    module = make_module("lstm", hidden, hidden, 0, 1, False, dtype)
+    x_list = [torch.rand(n, hidden, device="cuda", dtype=DTYPES[dtype]) * 2 - 1 for n in lengths]
+    tag = f"{distribution}/dtype:{'bf16' if dtype == 'bfloat16' else 'f32'}/batch:{batch}/hidden:{hidden}/mean:{mean}"
+    entries = []
+    with torch.no_grad():
+        packed = torch.nn.utils.rnn.pack_sequence(x_list, enforce_sorted=False)
+        padded = torch.nn.utils.rnn.pad_sequence(x_list, batch_first=False)
+        entries.append({"name": "rnn_lstm/torch_packed/" + tag, "ms": cuda_time_ms(lambda: module(packed), repeats)})
+        entries.append({"name": "rnn_lstm/torch_padded/" + tag, "ms": cuda_time_ms(lambda: module(padded), repeats)})
+        entries.append({"name": "rnn_lstm/torch_pack_sequence/" + tag,
+                        "ms": cuda_time_ms(lambda: torch.nn.utils.rnn.pack_sequence(x_list, enforce_sorted=False),
+                                           repeats)})
+    config = export(module, workdir, "lstm", dtype, lengths, x_list, None, None, "auto", repeats)
+    result = run_driver(driver, workdir, config)
+    entry = {"name": "rnn_lstm/ragged/" + tag, "ok": bool(result.get("ok"))}
+    if result.get("ok"):
+        entry.update(ms=result["median_ms"], algo=result["algo"], workspace_bytes=result["workspace_bytes"])
+    else:
+        entry["error"] = result.get("error")
+    entries.append(entry)
+    tokens, steps = sum(lengths), max(lengths)
+    for e in entries:
+        e.update(tokens=tokens, padded_tokens=batch * steps, steps=steps)
+    return entries
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--driver", required=True, help="path of the ragged_rnn_driver program")
+    parser.add_argument("--out", required=True, help="JSON file to write")
+    parser.add_argument("--repeats", type=int, default=20, help="timed runs per implementation (median)")
+    parser.add_argument("--quick", action="store_true", help="fewer checks, no timings")
+    args = parser.parse_args()
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    report = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
+              "device": torch.cuda.get_device_name(), "checks": [], "timings": []}
+    with tempfile.TemporaryDirectory(prefix="ragged_rnn_") as workdir:
+        for dtype in ("float32", "float16", "bfloat16"):
+            for mode in ("lstm", "gru"):
+                for layers, bidirectional in ((1, False), (2, True), (3, False)) if not args.quick else ((2, True),):
+                    for algo in ("per_step", "persistent"):
+                        report["checks"].append(
+                            check_case(args.driver, workdir, mode, dtype, layers, bidirectional, 0, algo, rng))
+            report["checks"].append(check_case(args.driver, workdir, "lstm", dtype, 2, True, 16, "auto", rng))
+        if not args.quick:
+            for distribution in ("uniform", "lognormal", "bimodal"):
+                for batch in (16, 64):
+                    for hidden in (256, 1024):
+                        report["timings"] += timing_case(args.driver, workdir, distribution, batch, hidden,
+                                                         "bfloat16", args.repeats, rng)
+    failed = [c for c in report["checks"] if not c.get("ok")] + [t for t in report["timings"] if t.get("ok") is False]
+    report["ok"] = not failed
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=1)
+    for c in report["checks"]:
+        print(("ok  " if c.get("ok") else "FAIL"), c["mode"], c["dtype"], "layers", c["layers"],
+              "bidir" if c["bidirectional"] else "uni", "proj", c["proj_size"], c["algo"],
+              c.get("max_errors", c.get("error")))
+    for t in report["timings"]:
+        print(f"{t['name']:70s} {t.get('ms', float('nan')):10.3f} ms  {t.get('algo', '')}")
+    print(f"torch_rnn: {len(failed)} failure(s); wrote {args.out}")
+    return 0 if not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+// Public attention API: argument checks, the kernel parameters and dispatch (dtype -> head_dim, each with a
+// default branch that returns an error).
+#include "ragged/attention.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "attention_launch.h"
+#include "validate.h"
+
+namespace ragged {
+namespace {
+
+template <typename T>
+constexpr bool kTensorCoreType = std::is_same<T, half>::value || std::is_same<T, bfloat16>::value;
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+// The sequence layout of one side: ragged (offsets) or padded (lengths, max_len, rows = batch * max_len).
+template <typename OffsetT>
+Status check_layout(const SequenceLayout<OffsetT>& s, std::int64_t batch, const char* name) {
+  const std::string n(name);
+  if (s.offsets != nullptr && s.lengths != nullptr)
+    return fail(Status::kInvalidArgument, n + ": give offsets (ragged) or lengths (padded), not both");
+  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(s.rows, (n + ".rows").c_str()));
+  if (s.offsets != nullptr) return Status::kSuccess;
+  if (batch > 0 && s.lengths == nullptr)
+    return fail(Status::kNullPointer, n + " has neither offsets (ragged) nor lengths (padded) for " + str(batch) +
+                                          " sequences");
+  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(s.max_len, (n + ".max_len").c_str()));
+  if (s.max_len > 0 && batch > std::numeric_limits<std::int64_t>::max() / s.max_len)
+    return fail(Status::kSizeOverflow, n + ": batch * max_len overflows");
+  if (s.rows != batch * s.max_len)
+    return fail(Status::kInvalidArgument, n + ": a padded layout holds batch * max_len = " + str(batch) + " * " +
+                                              str(s.max_len) + " rows, but rows = " + str(s.rows));
+  return Status::kSuccess;
+}
+
+// One [rows, heads, head_dim] tensor: non-null when it holds anything, strides that keep every element
+// addressable with int64, and the 16-byte alignment the vector copies need.
+template <typename T>
+Status check_heads(const void* data, std::int64_t token_stride, std::int64_t head_stride, std::int64_t rows,
+                   std::int64_t heads, std::int64_t head_dim, const char* name) {
+  const std::string n(name);
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(data, rows * heads * head_dim, name));
+  if (token_stride < 0 || head_stride < 0)
+    return fail(Status::kInvalidArgument, n + ": strides must be non-negative, got token_stride " + str(token_stride) +
+                                              ", head_stride " + str(head_stride));
+  constexpr std::int64_t kVec = 16 / sizeof(T);
+  if (token_stride % kVec != 0 || head_stride % kVec != 0)
+    return fail(Status::kInvalidArgument, n + ": token_stride " + str(token_stride) + " and head_stride " +
+                                              str(head_stride) + " must be multiples of " + str(kVec) +
+                                              " elements (16-byte vector copies)");
+  if (reinterpret_cast<std::uintptr_t>(data) % 16 != 0)
+    return fail(Status::kInvalidArgument, n + " must be 16-byte aligned");
+  if (rows == 0) return Status::kSuccess;
+  // The last element, (rows - 1) * token_stride + (heads - 1) * head_stride + head_dim - 1, must fit int64.
+  const std::int64_t max = std::numeric_limits<std::int64_t>::max() / static_cast<std::int64_t>(sizeof(T));
+  if (head_stride > 0 && heads - 1 > (max - head_dim) / head_stride)
+    return fail(Status::kSizeOverflow, n + ": heads * head_stride overflows int64");
+  const std::int64_t span = (heads - 1) * head_stride + head_dim;
+  if (token_stride > 0 && rows - 1 > (max - span) / token_stride)
+    return fail(Status::kSizeOverflow, n + ": rows * token_stride overflows int64");
+  return Status::kSuccess;
+}
+
+template <typename T, typename OffsetT>
+Status check_args(const AttentionArgs<T, OffsetT>& a) {
+  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(a.batch, "batch"));
+  if (a.heads_q < 1 || a.heads_kv < 1)
+    return fail(Status::kInvalidArgument, "attention: heads_q = " + str(a.heads_q) + " and heads_kv = " +
+                                              str(a.heads_kv) + " must be at least 1");
+  if (a.heads_q % a.heads_kv != 0)
+    return fail(Status::kInvalidArgument, "attention: heads_kv = " + str(a.heads_kv) + " must divide heads_q = " +
+                                              str(a.heads_q));
+  if (a.heads_q > 65535)
+    return fail(Status::kUnsupportedShape, "attention: heads_q = " + str(a.heads_q) + " exceeds 65535");
+  if (a.head_dim != 64 && a.head_dim != 128)
+    return fail(Status::kUnsupportedShape,
+                "attention: head_dim " + str(a.head_dim) + " is not supported (64 or 128)");
+  if (!(std::isfinite(a.scale) && a.scale > 0.0f))
+    return fail(Status::kInvalidArgument,
+                "attention: scale = " + std::to_string(a.scale) + " must be finite and positive");
+  RAGGED_RETURN_IF_ERROR(check_layout(a.q_seq, a.batch, "q_seq"));
+  RAGGED_RETURN_IF_ERROR(check_layout(a.k_seq, a.batch, "k_seq"));
+  if (a.q_seq.offsets != nullptr) RAGGED_RETURN_IF_ERROR(detail::check_pointer(a.q_seq.offsets, a.batch + 1, "q_seq.offsets"));
+  if (a.k_seq.offsets != nullptr) RAGGED_RETURN_IF_ERROR(detail::check_pointer(a.k_seq.offsets, a.batch + 1, "k_seq.offsets"));
+  const std::int64_t rq = a.q_seq.rows, rk = a.k_seq.rows, d = a.head_dim;
+  RAGGED_RETURN_IF_ERROR(detail::check_product(rq, a.heads_q, d, sizeof(T), "q"));
+  RAGGED_RETURN_IF_ERROR(detail::check_product(rk, a.heads_kv, d, sizeof(T), "k"));
+  RAGGED_RETURN_IF_ERROR(check_heads<T>(a.q.data, a.q.token_stride, a.q.head_stride, rq, a.heads_q, d, "q"));
+  RAGGED_RETURN_IF_ERROR(check_heads<T>(a.k.data, a.k.token_stride, a.k.head_stride, rk, a.heads_kv, d, "k"));
+  RAGGED_RETURN_IF_ERROR(check_heads<T>(a.v.data, a.v.token_stride, a.v.head_stride, rk, a.heads_kv, d, "v"));
+  RAGGED_RETURN_IF_ERROR(check_heads<T>(a.o.data, a.o.token_stride, a.o.head_stride, rq, a.heads_q, d, "o"));
+  return Status::kSuccess;
+}
+
+template <typename OffsetT>
+detail::AttentionSeqIndex seq_index(const SequenceLayout<OffsetT>& s) {
+  detail::AttentionSeqIndex index;
+  index.offsets = s.offsets;
+  index.lengths = s.lengths;
+  index.max_len = s.max_len;
+  index.rows = s.rows;
+  index.index64 = sizeof(OffsetT) == 8;
+  return index;
+}
+
+// Both kernels use cp.async; the tensor-core one also bfloat16 mma: compute capability 8.0 or newer.
+Status check_device() {
+  int device = 0, major = 0;
+  RAGGED_RETURN_IF_ERROR(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
+  RAGGED_RETURN_IF_ERROR(from_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                                   "cudaDeviceGetAttribute(ComputeCapabilityMajor)"));
+  if (major < 8)
+    return fail(Status::kUnsupportedDType, "attention needs compute capability 8.0 or newer, the device has " +
+                                               str(major) + ".x");
+  return Status::kSuccess;
+}
+
+}  // namespace
+
+template <typename T>
+int attention_query_tile(int head_dim) {
+  if (kTensorCoreType<T>) return detail::attention_mma_query_tile(head_dim);
+  if (std::is_same<T, float>::value) return detail::attention_simt_query_tile(head_dim);
+  return 0;
+}
+
+template <typename T, typename OffsetT>
+Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes, const AttentionArgs<T, OffsetT>& a,
+                                cudaStream_t stream) {
+  static_assert(kTensorCoreType<T> || std::is_same<T, float>::value, "attention: T is float, half or bfloat16");
+  RAGGED_RETURN_IF_ERROR(check_args(a));
+  if (d_workspace == nullptr) {
+    workspace_bytes = 0;  // the schedule is computed on the fly (attention_common.cuh)
+    return Status::kSuccess;
+  }
+  if (a.batch == 0 || a.q_seq.rows == 0) return Status::kSuccess;  // no query, nothing to write
+  RAGGED_RETURN_IF_ERROR(check_device());
+
+  detail::AttentionParams p;
+  p.q = a.q.data;
+  p.k = a.k.data;
+  p.v = a.v.data;
+  p.o = a.o.data;
+  p.lse = a.lse;
+  p.q_token_stride = a.q.token_stride;
+  p.q_head_stride = a.q.head_stride;
+  p.k_token_stride = a.k.token_stride;
+  p.k_head_stride = a.k.head_stride;
+  p.v_token_stride = a.v.token_stride;
+  p.v_head_stride = a.v.head_stride;
+  p.o_token_stride = a.o.token_stride;
+  p.o_head_stride = a.o.head_stride;
+  p.q_seq = seq_index(a.q_seq);
+  p.k_seq = seq_index(a.k_seq);
+  p.batch = a.batch;
+  p.heads_q = a.heads_q;
+  p.heads_per_kv = a.heads_q / a.heads_kv;
+  p.scale = a.scale;
+  p.scale_log2 = static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634);  // scale * log2(e)
+  p.causal = a.causal;
+
+  if (std::is_same<T, half>::value) return detail::launch_attention_mma<__half>(p, a.head_dim, stream);
+  if (std::is_same<T, bfloat16>::value) return detail::launch_attention_mma<__nv_bfloat16>(p, a.head_dim, stream);
+  if (std::is_same<T, float>::value) return detail::launch_attention_simt(p, a.head_dim, stream);
+  return fail(Status::kUnsupportedDType, "attention: no kernel for this element type");
+}
+
+#define RAGGED_INSTANTIATE_ATTENTION(T, O)                                                                   \
+  template Status varlen_attention_forward<T, O>(void*, std::size_t&, const AttentionArgs<T, O>&, cudaStream_t);
+
+RAGGED_INSTANTIATE_ATTENTION(float, std::int32_t)
+RAGGED_INSTANTIATE_ATTENTION(float, std::int64_t)
+RAGGED_INSTANTIATE_ATTENTION(half, std::int32_t)
+RAGGED_INSTANTIATE_ATTENTION(half, std::int64_t)
+RAGGED_INSTANTIATE_ATTENTION(bfloat16, std::int32_t)
+RAGGED_INSTANTIATE_ATTENTION(bfloat16, std::int64_t)
+
+template int attention_query_tile<float>(int);
+template int attention_query_tile<half>(int);
+template int attention_query_tile<bfloat16>(int);
+
+}  // namespace ragged

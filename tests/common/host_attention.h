@@ -1,0 +1,124 @@
+// Attention inputs held in host vectors (Q, K, V dense [rows, heads, head_dim], ragged or padded sequence
+// layout), for tests that feed the same data to the CPU reference and to the device op.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "common/host_ragged.h"
+#include "common/test_util.h"
+#include "ragged/attention.h"
+
+namespace ragged {
+namespace test {
+
+template <typename T, typename OffsetT>
+struct HostAttention {
+  std::int64_t batch = 0;
+  int heads_q = 1, heads_kv = 1, dim = 64;
+  bool causal = false;
+  float scale = 1.0f;
+  bool padded = false;
+  std::int64_t q_max_len = 0, k_max_len = 0;  // padded only
+  std::vector<std::int64_t> q_lengths, k_lengths;
+  std::vector<OffsetT> q_index, k_index;  // offsets [batch + 1] (ragged) or lengths [batch] (padded)
+  std::int64_t q_rows = 0, k_rows = 0;
+  std::vector<T> q, k, v;  // dense [q_rows, heads_q, dim] and [k_rows, heads_kv, dim]
+
+  std::int64_t q_row(std::int64_t b, std::int64_t i) const {
+    return padded ? b * q_max_len + i : static_cast<std::int64_t>(q_index[b]) + i;
+  }
+  std::int64_t k_row(std::int64_t b, std::int64_t j) const {
+    return padded ? b * k_max_len + j : static_cast<std::int64_t>(k_index[b]) + j;
+  }
+  std::int64_t o_elems() const { return q_rows * heads_q * dim; }
+  std::int64_t lse_elems() const { return q_rows * heads_q; }
+
+  // Arguments over the given buffers (host or device), dense strides.
+  AttentionArgs<T, OffsetT> args_with(const T* q_ptr, const T* k_ptr, const T* v_ptr, T* o_ptr, float* lse_ptr,
+                                      const OffsetT* q_idx, const OffsetT* k_idx) const {
+    AttentionArgs<T, OffsetT> a;
+    a.q = dense_heads(q_ptr, heads_q, dim);
+    a.k = dense_heads(k_ptr, heads_kv, dim);
+    a.v = dense_heads(v_ptr, heads_kv, dim);
+    a.o = dense_heads(o_ptr, heads_q, dim);
+    a.lse = lse_ptr;
+    if (padded) {
+      a.q_seq = SequenceLayout<OffsetT>::padded(q_idx, batch, q_max_len);
+      a.k_seq = SequenceLayout<OffsetT>::padded(k_idx, batch, k_max_len);
+    } else {
+      a.q_seq = SequenceLayout<OffsetT>::ragged(q_idx, q_rows);
+      a.k_seq = SequenceLayout<OffsetT>::ragged(k_idx, k_rows);
+    }
+    a.batch = batch;
+    a.heads_q = heads_q;
+    a.heads_kv = heads_kv;
+    a.head_dim = dim;
+    a.scale = scale;
+    a.causal = causal;
+    return a;
+  }
+  // Host arguments reading this struct's vectors.
+  AttentionArgs<T, OffsetT> host_args(T* o_ptr, float* lse_ptr) const {
+    return args_with(q.data(), k.data(), v.data(), o_ptr, lse_ptr, q_index.data(), k_index.data());
+  }
+};
+
+// Ragged inputs with random non-zero values (test::random_values); `extra_rows` spare rows after the last
+// sequence in Q and in K/V (they hold values too, which the op must not read into any result).
+template <typename T, typename OffsetT>
+HostAttention<T, OffsetT> random_attention(const std::vector<std::int64_t>& q_lengths,
+                                           const std::vector<std::int64_t>& k_lengths, int heads_q, int heads_kv,
+                                           int dim, bool causal, std::mt19937_64& rng, std::int64_t extra_rows = 0) {
+  HostAttention<T, OffsetT> h;
+  h.batch = static_cast<std::int64_t>(q_lengths.size());
+  h.heads_q = heads_q;
+  h.heads_kv = heads_kv;
+  h.dim = dim;
+  h.causal = causal;
+  h.scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  h.q_lengths = q_lengths;
+  h.k_lengths = k_lengths;
+  h.q_index = offsets_from_lengths<OffsetT>(q_lengths);
+  h.k_index = offsets_from_lengths<OffsetT>(k_lengths);
+  h.q_rows = static_cast<std::int64_t>(h.q_index.back()) + extra_rows;
+  h.k_rows = static_cast<std::int64_t>(h.k_index.back()) + extra_rows;
+  h.q = random_values<T>(static_cast<std::size_t>(h.q_rows * heads_q * dim), rng);
+  h.k = random_values<T>(static_cast<std::size_t>(h.k_rows * heads_kv * dim), rng);
+  h.v = random_values<T>(static_cast<std::size_t>(h.k_rows * heads_kv * dim), rng);
+  return h;
+}
+
+// The same sequences in padded layouts [batch, max_len, heads, dim] (max_len at least the longest sequence);
+// padding slots hold random values, which the op must ignore.
+template <typename T, typename OffsetT>
+HostAttention<T, OffsetT> to_padded(const HostAttention<T, OffsetT>& r, std::int64_t q_max_len, std::int64_t k_max_len,
+                                    std::mt19937_64& rng) {
+  HostAttention<T, OffsetT> p = r;
+  p.padded = true;
+  p.q_max_len = q_max_len;
+  p.k_max_len = k_max_len;
+  p.q_rows = r.batch * q_max_len;
+  p.k_rows = r.batch * k_max_len;
+  p.q_index.assign(r.q_lengths.begin(), r.q_lengths.end());
+  p.k_index.assign(r.k_lengths.begin(), r.k_lengths.end());
+  p.q = random_values<T>(static_cast<std::size_t>(p.q_rows * r.heads_q * r.dim), rng);
+  p.k = random_values<T>(static_cast<std::size_t>(p.k_rows * r.heads_kv * r.dim), rng);
+  p.v = random_values<T>(static_cast<std::size_t>(p.k_rows * r.heads_kv * r.dim), rng);
+  const std::int64_t qw = r.heads_q * r.dim, kw = r.heads_kv * r.dim;
+  for (std::int64_t b = 0; b < r.batch; ++b) {
+    for (std::int64_t i = 0; i < r.q_lengths[b]; ++i)
+      std::copy_n(&r.q[r.q_row(b, i) * qw], qw, &p.q[p.q_row(b, i) * qw]);
+    for (std::int64_t j = 0; j < r.k_lengths[b]; ++j) {
+      std::copy_n(&r.k[r.k_row(b, j) * kw], kw, &p.k[p.k_row(b, j) * kw]);
+      std::copy_n(&r.v[r.k_row(b, j) * kw], kw, &p.v[p.k_row(b, j) * kw]);
+    }
+  }
+  return p;
+}
+
+}  // namespace test
+}  // namespace ragged

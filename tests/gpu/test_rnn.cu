@@ -1,0 +1,651 @@
+// rnn_forward (packed LSTM / GRU) against the CPU reference: LSTM and GRU, 1 to 3 layers, one or two
+// directions, proj_size, every dtype, int32 and int64 offsets, every length regime (unsorted lengths,
+// zero-length sequences, batch of 1, one long sequence among short ones), both recurrent paths forced, hidden
+// sizes that need several blocks, k chunks and batch chunks; batch invariance, graph capture, truncation by
+// max_steps, bad arguments and malformed offsets.
+//
+// Tolerance (FlashAttention's rule): the device error against the exact reference (double) may be at most twice
+// the error of a plain same-precision computation (reference kStorage: float accumulation, h rounded to T each
+// step), plus a few ulps of T at the tensor's magnitude.
+//
+// The two [matrix] test cases hold most of the runs; under compute-sanitizer, "~[matrix]" keeps a quick subset.
+#include <catch2/catch.hpp>
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/host_ragged.h"
+#include "common/test_util.h"
+#include "common/tolerance.h"
+#include "ragged/reference.h"
+#include "ragged/rnn.h"
+
+using namespace ragged;
+
+namespace {
+
+struct CublasHandle {
+  cublasHandle_t handle = nullptr;
+  CublasHandle() { REQUIRE(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS); }
+  ~CublasHandle() { cublasDestroy(handle); }
+};
+
+RnnDesc make_desc(RnnMode mode, std::int64_t input, std::int64_t hidden, std::int64_t proj, std::int64_t layers,
+                  bool bidirectional) {
+  RnnDesc desc;
+  desc.mode = mode;
+  desc.input_size = input;
+  desc.hidden_size = hidden;
+  desc.proj_size = proj;
+  desc.num_layers = layers;
+  desc.bidirectional = bidirectional;
+  return desc;
+}
+
+std::string describe(const RnnDesc& d) {
+  return std::string(rnn_mode_name(d.mode)) + " in=" + std::to_string(d.input_size) + " H=" +
+         std::to_string(d.hidden_size) + " P=" + std::to_string(d.proj_size) + " layers=" +
+         std::to_string(d.num_layers) + (d.bidirectional ? " bidirectional" : " unidirectional");
+}
+
+// Random values scaled by `scale` (never zero), rounded to T.
+template <typename T>
+std::vector<T> scaled_values(std::int64_t count, double scale, std::mt19937_64& rng) {
+  std::vector<double> raw = test::random_values<double>(static_cast<std::size_t>(count), rng);
+  std::vector<T> out(raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) out[i] = test::from_double<T>(raw[i] * scale);
+  return out;
+}
+
+// Parameters on the host and on the device; matrices scaled by 1 / sqrt(width) like PyTorch's initialisation.
+template <typename T>
+struct Model {
+  RnnDesc desc;
+  std::vector<std::vector<T>> host;
+  std::vector<DeviceBuffer<T>> device;
+  std::vector<RnnLayerWeights<T>> host_weights, device_weights;
+
+  Model(const RnnDesc& d, std::mt19937_64& rng) : desc(d) {
+    const std::int64_t dirs = rnn_directions(d), G = rnn_gate_count(d.mode), H = d.hidden_size;
+    const std::int64_t S = rnn_state_size(d), P = d.mode == RnnMode::kLstm ? d.proj_size : 0;
+    for (std::int64_t l = 0; l < d.num_layers; ++l)
+      for (std::int64_t dir = 0; dir < dirs; ++dir) {
+        const std::int64_t in = rnn_layer_input_size(d, l);
+        host.push_back(scaled_values<T>(G * H * in, 1.0 / std::sqrt(static_cast<double>(in)), rng));
+        host.push_back(scaled_values<T>(G * H * S, 1.0 / std::sqrt(static_cast<double>(S)), rng));
+        host.push_back(scaled_values<T>(G * H, 0.5, rng));
+        host.push_back(scaled_values<T>(G * H, 0.5, rng));
+        host.push_back(P > 0 ? scaled_values<T>(P * H, 1.0 / std::sqrt(static_cast<double>(H)), rng) : std::vector<T>{});
+      }
+    for (const auto& tensor : host) device.emplace_back(tensor);
+    auto ptr_or_null = [](const T* p, std::size_t n) { return n > 0 ? p : nullptr; };
+    for (std::size_t i = 0; i < host.size(); i += 5) {
+      host_weights.push_back(RnnLayerWeights<T>{host[i].data(), host[i + 1].data(), host[i + 2].data(),
+                                                host[i + 3].data(), ptr_or_null(host[i + 4].data(), host[i + 4].size())});
+      device_weights.push_back(RnnLayerWeights<T>{device[i].data(), device[i + 1].data(), device[i + 2].data(),
+                                                  device[i + 3].data(),
+                                                  ptr_or_null(device[i + 4].data(), device[i + 4].size())});
+    }
+  }
+};
+
+template <typename T, typename OffsetT>
+struct Inputs {
+  test::HostRagged<T, OffsetT> x;
+  std::vector<T> h0, c0;
+  std::int64_t longest = 0;
+};
+
+template <typename T, typename OffsetT>
+Inputs<T, OffsetT> make_inputs(const RnnDesc& desc, const std::vector<std::int64_t>& lengths, std::mt19937_64& rng) {
+  Inputs<T, OffsetT> in;
+  in.x = test::random_ragged<T, OffsetT>(lengths, desc.input_size, rng);
+  const std::int64_t slots = desc.num_layers * rnn_directions(desc), B = in.x.batch;
+  in.h0 = scaled_values<T>(slots * B * rnn_state_size(desc), 0.5, rng);
+  in.c0 = scaled_values<T>(slots * B * desc.hidden_size, 0.5, rng);
+  for (std::int64_t l : lengths) in.longest = std::max(in.longest, l);
+  return in;
+}
+
+struct Options {
+  RnnAlgo algo = RnnAlgo::kAuto;
+  bool initial = true;        // pass h0 / c0 (else zeros)
+  std::int64_t max_steps = -1;  // -1: the longest length
+};
+
+template <typename T>
+struct Outputs {
+  std::vector<T> output, hn, cn;
+  CheckResult check;
+};
+
+template <typename T, typename OffsetT>
+RnnArgs<T, OffsetT> make_args(const Model<T>& model, const DeviceBuffer<T>& x, const DeviceBuffer<OffsetT>& offsets,
+                              const Inputs<T, OffsetT>& in, const DeviceBuffer<T>& h0, const DeviceBuffer<T>& c0,
+                              DeviceBuffer<T>& out, DeviceBuffer<T>& hn, DeviceBuffer<T>& cn, const Options& o,
+                              cublasHandle_t handle, CheckResult* check) {
+  const bool lstm = model.desc.mode == RnnMode::kLstm;
+  RnnArgs<T, OffsetT> args;
+  args.desc = model.desc;
+  args.weights = model.device_weights.data();
+  args.input = RaggedView<const T, OffsetT>{x.data(), offsets.data(), in.x.batch, in.x.nnz, in.x.inner};
+  args.max_steps = o.max_steps >= 0 ? o.max_steps : in.longest;
+  args.h0 = o.initial ? h0.data() : nullptr;
+  args.c0 = o.initial && lstm ? c0.data() : nullptr;
+  args.output = out.data();
+  args.hn = hn.data();
+  args.cn = lstm ? cn.data() : nullptr;
+  args.cublas = handle;
+  args.algo = o.algo;
+  args.check = check;
+  return args;
+}
+
+// Runs rnn_forward with exactly the queried workspace (after checking that one byte less is refused), every
+// output poisoned first.
+template <typename T, typename OffsetT>
+Outputs<T> run_device(const Model<T>& model, const Inputs<T, OffsetT>& in, const Options& o, cublasHandle_t handle) {
+  const RnnDesc& d = model.desc;
+  const std::int64_t dirs = rnn_directions(d), S = rnn_state_size(d), B = in.x.batch;
+  const std::int64_t slots = d.num_layers * dirs;
+  DeviceBuffer<T> x(in.x.values);
+  DeviceBuffer<OffsetT> offsets(in.x.offsets);
+  DeviceBuffer<T> h0(in.h0), c0(in.c0);
+  DeviceBuffer<T> out(static_cast<std::size_t>(in.x.nnz * dirs * S));
+  DeviceBuffer<T> hn(static_cast<std::size_t>(slots * B * S)), cn(static_cast<std::size_t>(slots * B * d.hidden_size));
+  DeviceBuffer<CheckResult> check(1);
+  test::poison(out);
+  test::poison(hn);
+  test::poison(cn);
+  check.fill_bytes(0);  // "failure at 0": a missing reset shows
+  const RnnArgs<T, OffsetT> args = make_args(model, x, offsets, in, h0, c0, out, hn, cn, o, handle, check.data());
+
+  std::size_t bytes = 0;
+  REQUIRE_OK((rnn_forward<T, OffsetT>(nullptr, bytes, args, nullptr)));
+  DeviceBuffer<unsigned char> workspace(bytes + 1);
+  if (bytes > 0) {
+    std::size_t short_bytes = bytes - 1;
+    REQUIRE((rnn_forward<T, OffsetT>(workspace.data(), short_bytes, args, nullptr)) == Status::kWorkspaceTooSmall);
+  }
+  REQUIRE_OK((rnn_forward<T, OffsetT>(workspace.data(), bytes, args, nullptr)));
+  REQUIRE_CUDA(cudaDeviceSynchronize());
+  Outputs<T> result;
+  result.output = out.to_host();
+  result.hn = hn.to_host();
+  if (d.mode == RnnMode::kLstm) result.cn = cn.to_host();
+  result.check = check.to_host()[0];
+  return result;
+}
+
+template <typename T, typename OffsetT>
+Outputs<T> run_reference(const Model<T>& model, const Inputs<T, OffsetT>& in, const Options& o,
+                         reference::RnnPrecision precision) {
+  const RnnDesc& d = model.desc;
+  const std::int64_t dirs = rnn_directions(d), S = rnn_state_size(d), B = in.x.batch;
+  const std::int64_t slots = d.num_layers * dirs;
+  const bool lstm = d.mode == RnnMode::kLstm;
+  Outputs<T> r;
+  r.output.assign(static_cast<std::size_t>(in.x.nnz * dirs * S), test::from_double<T>(0.0));
+  r.hn.assign(static_cast<std::size_t>(slots * B * S), test::from_double<T>(0.0));
+  if (lstm) r.cn.assign(static_cast<std::size_t>(slots * B * d.hidden_size), test::from_double<T>(0.0));
+  reference::rnn_forward<T, OffsetT>(d, model.host_weights.data(), in.x.view(), o.initial ? in.h0.data() : nullptr,
+                                     o.initial && lstm ? in.c0.data() : nullptr, r.output.data(), r.hn.data(),
+                                     lstm ? r.cn.data() : nullptr, precision, o.max_steps);
+  return r;
+}
+
+// got within 2 x (naive error) + a few ulps of T at the tensor's magnitude of the exact values.
+template <typename T>
+void require_within_budget(const std::vector<T>& got, const std::vector<T>& exact, const std::vector<T>& naive,
+                           const char* what) {
+  REQUIRE(got.size() == exact.size());
+  double naive_error = 0.0, magnitude = 0.0;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    naive_error = std::max(naive_error, std::abs(test::to_double(naive[i]) - test::to_double(exact[i])));
+    magnitude = std::max(magnitude, std::abs(test::to_double(exact[i])));
+  }
+  const double ulps = std::is_same<T, float>::value ? 16.0 : 2.0;
+  const double allowed = 2.0 * naive_error + ulps * test::ulp_of<T>(magnitude);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = test::to_double(got[i]), e = test::to_double(exact[i]);
+    if (!test::within(g, e, allowed)) {
+      INFO(what << "[" << i << "] = " << g << ", exact " << e << ", allowed error " << allowed << " (naive error "
+                << naive_error << ")");
+      REQUIRE(test::within(g, e, allowed));
+    }
+  }
+}
+
+// Runs the device op and both references and compares output, hn and cn.
+template <typename T, typename OffsetT>
+void check_against_reference(const Model<T>& model, const Inputs<T, OffsetT>& in, const Options& o,
+                             cublasHandle_t handle) {
+  INFO(describe(model.desc) << ", algo " << rnn_algo_name(o.algo) << ", batch " << in.x.batch << ", nnz "
+                            << in.x.nnz << ", longest " << in.longest);
+  const Outputs<T> got = run_device(model, in, o, handle);
+  const Outputs<T> exact = run_reference(model, in, o, reference::RnnPrecision::kExact);
+  const Outputs<T> naive = run_reference(model, in, o, reference::RnnPrecision::kStorage);
+  REQUIRE(got.check.ok());
+  require_within_budget(got.output, exact.output, naive.output, "output");
+  require_within_budget(got.hn, exact.hn, naive.hn, "hn");
+  if (model.desc.mode == RnnMode::kLstm) require_within_budget(got.cn, exact.cn, naive.cn, "cn");
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("rnn_forward matches the reference across modes, layers, directions and paths", "[rnn][matrix]",
+                   float, half, bfloat16) {
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(100);
+  const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
+  const std::int64_t layers = GENERATE(1, 2, 3);
+  const bool bidirectional = GENERATE(false, true);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  // 24 units move as 16-byte vectors; 37 takes the element-wise path and leaves a partial unit slice.
+  const std::int64_t hidden = layers == 2 ? 37 : 24;
+  const RnnDesc desc = make_desc(mode, 10, hidden, 0, layers, bidirectional);
+  Model<T> model(desc, rng);
+  const auto inputs = make_inputs<T, std::int32_t>(desc, test::make_lengths(test::Regime::kRandom, rng, 12), rng);
+  Options o;
+  o.algo = algo;
+  check_against_reference(model, inputs, o, cublas.handle);
+}
+
+TEMPLATE_TEST_CASE("rnn_forward LSTM with proj_size matches the reference", "[rnn]", float, half, bfloat16) {
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(200);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  const std::int64_t proj = GENERATE(16, 7);  // vector and element-wise paths
+  const RnnDesc desc = make_desc(RnnMode::kLstm, 12, 40, proj, 2, true);
+  Model<TestType> model(desc, rng);
+  const auto inputs = make_inputs<T, std::int64_t>(desc, {5, 0, 9, 2, 9, 1, 0, 4}, rng);
+  Options o;
+  o.algo = algo;
+  check_against_reference(model, inputs, o, cublas.handle);
+}
+
+TEMPLATE_TEST_CASE("rnn_forward across length regimes and offset types", "[rnn][matrix]", float, bfloat16) {
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(300);
+  const test::Regime regime = GENERATE(from_range(test::all_regimes()));
+  const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
+  INFO("regime " << test::regime_name(regime));
+  const RnnDesc desc = make_desc(mode, 8, 32, 0, 2, true);
+  Model<T> model(desc, rng);
+  const std::vector<std::int64_t> lengths = test::make_lengths(regime, rng, 4);
+  Options o;
+  SECTION("int32 offsets, automatic path") {
+    check_against_reference(model, make_inputs<T, std::int32_t>(desc, lengths, rng), o, cublas.handle);
+  }
+  SECTION("int64 offsets, per-step path, loose max_steps") {
+    o.algo = RnnAlgo::kPerStep;
+    auto inputs = make_inputs<T, std::int64_t>(desc, lengths, rng);
+    o.max_steps = inputs.longest + 3;  // the extra steps find no active sequence
+    check_against_reference(model, inputs, o, cublas.handle);
+  }
+  SECTION("int64 offsets, persistent path, no initial state") {
+    o.algo = RnnAlgo::kPersistent;
+    o.initial = false;
+    check_against_reference(model, make_inputs<T, std::int64_t>(desc, lengths, rng), o, cublas.handle);
+  }
+}
+
+TEMPLATE_TEST_CASE("rnn_forward with one long sequence among short ones, and a batch of one", "[rnn]", float, half) {
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(400);
+  const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  const std::vector<std::int64_t> lengths = GENERATE(std::vector<std::int64_t>{3, 2, 150, 1, 4, 0, 2},
+                                                     std::vector<std::int64_t>{33});
+  const RnnDesc desc = make_desc(mode, 16, 48, 0, 1, true);
+  Model<T> model(desc, rng);
+  Options o;
+  o.algo = algo;
+  check_against_reference(model, make_inputs<T, std::int32_t>(desc, lengths, rng), o, cublas.handle);
+}
+
+TEMPLATE_TEST_CASE("rnn_forward with hidden sizes that need several blocks, k chunks and batch chunks", "[rnn]", float,
+                   half) {
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(500);
+  const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  // H = 300: 304 padded columns (two 256-column chunks); 70 sequences: three 32-row batch chunks.
+  const RnnDesc desc = make_desc(mode, 20, 300, 0, 1, true);
+  Model<T> model(desc, rng);
+  std::vector<std::int64_t> lengths(70);
+  std::uniform_int_distribution<std::int64_t> len(0, 6);
+  for (auto& l : lengths) l = len(rng);
+  Options o;
+  o.algo = algo;
+  check_against_reference(model, make_inputs<T, std::int32_t>(desc, lengths, rng), o, cublas.handle);
+}
+
+TEMPLATE_TEST_CASE("rnn_forward without biases matches the reference", "[rnn]", float, bfloat16) {
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(450);
+  const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  RnnDesc desc = make_desc(mode, 9, 32, 0, 2, true);
+  desc.bias = false;
+  Model<T> model(desc, rng);
+  // Biases are not read: null them so that reading one would fault.
+  for (auto& w : model.device_weights) w.b_ih = w.b_hh = nullptr;
+  Options o;
+  o.algo = algo;
+  check_against_reference(model, make_inputs<T, std::int32_t>(desc, {5, 0, 8, 2, 8}, rng), o, cublas.handle);
+}
+
+TEST_CASE("rnn_forward: a sequence's results do not depend on the rest of the batch", "[rnn]") {
+  CublasHandle cublas;
+  auto rng = test::make_rng(600);
+  const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  const RnnDesc desc = make_desc(mode, 12, 64, 0, 2, true);
+  Model<float> model(desc, rng);
+  const std::vector<std::int64_t> lengths = {7, 0, 19, 3, 11, 19, 1, 40, 5};
+  const auto batch = make_inputs<float, std::int32_t>(desc, lengths, rng);
+  Options o;
+  o.algo = algo;
+  const Outputs<float> together = run_device(model, batch, o, cublas.handle);
+  const std::int64_t dirs = 2, S = 64, B = batch.x.batch, slots = desc.num_layers * dirs;
+  for (std::int64_t b : {std::int64_t{2}, std::int64_t{3}, std::int64_t{7}}) {
+    INFO("sequence " << b << " alone, algo " << rnn_algo_name(algo));
+    // The same sequence, values and initial states, as a batch of one.
+    Inputs<float, std::int32_t> alone;
+    alone.x = test::random_ragged<float, std::int32_t>({lengths[b]}, desc.input_size, rng);
+    std::copy(batch.x.values.begin() + batch.x.begin(b) * desc.input_size,
+              batch.x.values.begin() + (batch.x.begin(b) + lengths[b]) * desc.input_size, alone.x.values.begin());
+    for (std::int64_t s = 0; s < slots; ++s) {
+      alone.h0.insert(alone.h0.end(), batch.h0.begin() + (s * B + b) * S, batch.h0.begin() + (s * B + b + 1) * S);
+      alone.c0.insert(alone.c0.end(), batch.c0.begin() + (s * B + b) * S, batch.c0.begin() + (s * B + b + 1) * S);
+    }
+    alone.longest = lengths[b];
+    const Outputs<float> solo = run_device(model, alone, o, cublas.handle);
+    // The recurrence is batch-invariant bit for bit; the cuBLAS input projection may pick another kernel for
+    // another row count, so allow a few float ulps.
+    auto close = [](float a, float e) { return std::abs(a - e) <= 2e-6 * (1.0 + std::abs(e)); };
+    for (std::int64_t k = 0; k < lengths[b] * dirs * S; ++k)
+      REQUIRE(close(solo.output[k], together.output[batch.x.begin(b) * dirs * S + k]));
+    for (std::int64_t s = 0; s < slots; ++s)
+      for (std::int64_t k = 0; k < S; ++k) {
+        REQUIRE(close(solo.hn[s * S + k], together.hn[(s * B + b) * S + k]));
+        if (mode == RnnMode::kLstm) REQUIRE(close(solo.cn[s * S + k], together.cn[(s * B + b) * S + k]));
+      }
+  }
+}
+
+TEST_CASE("rnn_forward: hn / cn may be omitted, and the handle's stream and modes are restored", "[rnn]") {
+  CublasHandle cublas;
+  auto rng = test::make_rng(700);
+  const RnnDesc desc = make_desc(RnnMode::kLstm, 6, 16, 0, 1, false);
+  Model<float> model(desc, rng);
+  const auto in = make_inputs<float, std::int32_t>(desc, {4, 2, 0, 5}, rng);
+  DeviceBuffer<float> x(in.x.values), h0(in.h0), c0(in.c0), out(in.x.nnz * 16), hn(1), cn(1);
+  DeviceBuffer<std::int32_t> offsets(in.x.offsets);
+  cudaStream_t stream = nullptr, caller_stream = nullptr;
+  REQUIRE_CUDA(cudaStreamCreate(&stream));
+  REQUIRE_CUDA(cudaStreamCreate(&caller_stream));
+  REQUIRE(cublasSetStream(cublas.handle, caller_stream) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasSetPointerMode(cublas.handle, CUBLAS_POINTER_MODE_DEVICE) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasSetMathMode(cublas.handle, CUBLAS_TF32_TENSOR_OP_MATH) == CUBLAS_STATUS_SUCCESS);
+  Options o;
+  RnnArgs<float, std::int32_t> args =
+      make_args(model, x, offsets, in, h0, c0, out, hn, cn, o, cublas.handle, static_cast<CheckResult*>(nullptr));
+  args.hn = nullptr;
+  args.cn = nullptr;
+  std::size_t bytes = 0;
+  REQUIRE_OK((rnn_forward<float, std::int32_t>(nullptr, bytes, args, stream)));
+  DeviceBuffer<unsigned char> workspace(bytes);
+  REQUIRE_OK((rnn_forward<float, std::int32_t>(workspace.data(), bytes, args, stream)));
+  REQUIRE_CUDA(cudaStreamSynchronize(stream));
+  cudaStream_t now = nullptr;
+  cublasPointerMode_t pointer_mode{};
+  cublasMath_t math_mode{};
+  REQUIRE(cublasGetStream(cublas.handle, &now) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasGetPointerMode(cublas.handle, &pointer_mode) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(cublasGetMathMode(cublas.handle, &math_mode) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(now == caller_stream);
+  REQUIRE(pointer_mode == CUBLAS_POINTER_MODE_DEVICE);
+  REQUIRE(math_mode == CUBLAS_TF32_TENSOR_OP_MATH);
+  // The TF32 math mode the caller had set did not leak into the projections.
+  const auto exact = run_reference(model, in, o, reference::RnnPrecision::kExact);
+  const auto naive = run_reference(model, in, o, reference::RnnPrecision::kStorage);
+  require_within_budget(out.to_host(), exact.output, naive.output, "output");
+  REQUIRE_CUDA(cudaStreamDestroy(stream));
+  REQUIRE_CUDA(cudaStreamDestroy(caller_stream));
+}
+
+TEST_CASE("rnn_forward: sequences longer than max_steps are recorded and truncated", "[rnn]") {
+  CublasHandle cublas;
+  auto rng = test::make_rng(800);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  const RnnDesc desc = make_desc(RnnMode::kLstm, 5, 16, 0, 1, true);
+  Model<float> model(desc, rng);
+  const std::vector<std::int64_t> lengths = {3, 9, 4, 12};
+  const auto in = make_inputs<float, std::int32_t>(desc, lengths, rng);
+  Options o;
+  o.algo = algo;
+  o.max_steps = 6;
+  const Outputs<float> got = run_device(model, in, o, cublas.handle);
+  REQUIRE(got.check.status() == Status::kInvalidArgument);
+  REQUIRE(got.check.index() == 1);  // the first sequence longer than max_steps
+  const auto exact = run_reference(model, in, o, reference::RnnPrecision::kExact);
+  const auto naive = run_reference(model, in, o, reference::RnnPrecision::kStorage);
+  // Rows past max_steps stay poisoned; the rest matches the truncated reference.
+  std::vector<float> kept_got, kept_exact, kept_naive;
+  const std::int64_t width = 2 * 16;
+  for (std::size_t b = 0; b < lengths.size(); ++b)
+    for (std::int64_t t = 0; t < lengths[b]; ++t)
+      for (std::int64_t k = 0; k < width; ++k) {
+        const std::size_t at = static_cast<std::size_t>((in.x.begin(static_cast<std::int64_t>(b)) + t) * width + k);
+        if (t >= o.max_steps) {
+          REQUIRE(std::isnan(got.output[at]));
+          continue;
+        }
+        kept_got.push_back(got.output[at]);
+        kept_exact.push_back(exact.output[at]);
+        kept_naive.push_back(naive.output[at]);
+      }
+  require_within_budget(kept_got, kept_exact, kept_naive, "output");
+  require_within_budget(got.hn, exact.hn, naive.hn, "hn");
+}
+
+TEST_CASE("rnn_forward can be captured in a CUDA graph", "[rnn]") {
+  CublasHandle cublas;
+  auto rng = test::make_rng(900);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  const RnnDesc desc = make_desc(RnnMode::kGru, 8, 32, 0, 2, true);
+  Model<bfloat16> model(desc, rng);
+  const auto in = make_inputs<bfloat16, std::int32_t>(desc, {6, 1, 0, 9, 3}, rng);
+  Options o;
+  o.algo = algo;
+  const Outputs<bfloat16> eager = run_device(model, in, o, cublas.handle);
+
+  DeviceBuffer<bfloat16> x(in.x.values), h0(in.h0), c0(in.c0), out(in.x.nnz * 64), hn(2 * 2 * 5 * 32), cn(1);
+  DeviceBuffer<std::int32_t> offsets(in.x.offsets);
+  test::poison(out);
+  test::poison(hn);
+  RnnArgs<bfloat16, std::int32_t> args =
+      make_args(model, x, offsets, in, h0, c0, out, hn, cn, o, cublas.handle, static_cast<CheckResult*>(nullptr));
+  args.cn = nullptr;
+  std::size_t bytes = 0;
+  REQUIRE_OK((rnn_forward<bfloat16, std::int32_t>(nullptr, bytes, args, nullptr)));
+  DeviceBuffer<unsigned char> workspace(bytes);
+  cudaStream_t stream = nullptr;
+  REQUIRE_CUDA(cudaStreamCreate(&stream));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  const Status captured = rnn_forward<bfloat16, std::int32_t>(workspace.data(), bytes, args, stream);
+  REQUIRE_CUDA(cudaStreamEndCapture(stream, &graph));
+  REQUIRE_OK(captured);
+  REQUIRE_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  REQUIRE_CUDA(cudaGraphLaunch(exec, stream));
+  REQUIRE_CUDA(cudaStreamSynchronize(stream));
+  REQUIRE_BITWISE_EQUAL(out.to_host(), eager.output);
+  REQUIRE_BITWISE_EQUAL(hn.to_host(), eager.hn);
+  REQUIRE_CUDA(cudaGraphExecDestroy(exec));
+  REQUIRE_CUDA(cudaGraphDestroy(graph));
+  REQUIRE_CUDA(cudaStreamDestroy(stream));
+}
+
+TEST_CASE("rnn_forward rejects bad arguments", "[rnn][errors]") {
+  CublasHandle cublas;
+  auto rng = test::make_rng(1000);
+  const RnnDesc desc = make_desc(RnnMode::kLstm, 6, 16, 0, 2, true);
+  Model<float> model(desc, rng);
+  const auto in = make_inputs<float, std::int32_t>(desc, {4, 2, 0, 5}, rng);
+  DeviceBuffer<float> x(in.x.values), h0(in.h0), c0(in.c0), out(in.x.nnz * 32), hn(in.h0.size()), cn(in.c0.size());
+  DeviceBuffer<std::int32_t> offsets(in.x.offsets);
+  const RnnArgs<float, std::int32_t> good =
+      make_args(model, x, offsets, in, h0, c0, out, hn, cn, Options{}, cublas.handle, static_cast<CheckResult*>(nullptr));
+  std::size_t bytes = 0;
+  REQUIRE_OK((rnn_forward<float, std::int32_t>(nullptr, bytes, good, nullptr)));
+  auto query = [](const RnnArgs<float, std::int32_t>& a) {
+    std::size_t b = 0;
+    return rnn_forward<float, std::int32_t>(nullptr, b, a, nullptr);
+  };
+  std::vector<RnnLayerWeights<float>> weights = model.device_weights;
+
+  SECTION("null weights array") {
+    auto a = good;
+    a.weights = nullptr;
+    REQUIRE(query(a) == Status::kNullPointer);
+  }
+  SECTION("null w_hh of the reverse direction of layer 1") {
+    weights[3].w_hh = nullptr;
+    auto a = good;
+    a.weights = weights.data();
+    REQUIRE(query(a) == Status::kNullPointer);
+    REQUIRE(std::string(last_error_message()).find("weights[3].w_hh") != std::string::npos);
+  }
+  SECTION("null bias with bias = true") {
+    weights[0].b_ih = nullptr;
+    auto a = good;
+    a.weights = weights.data();
+    REQUIRE(query(a) == Status::kNullPointer);
+  }
+  SECTION("proj_size for a GRU, or not below hidden_size") {
+    auto a = good;
+    a.desc.mode = RnnMode::kGru;
+    a.desc.proj_size = 4;
+    REQUIRE(query(a) == Status::kInvalidArgument);
+    a = good;
+    a.desc.proj_size = 16;
+    REQUIRE(query(a) == Status::kInvalidArgument);
+  }
+  SECTION("non-positive sizes") {
+    auto a = good;
+    a.desc.hidden_size = 0;
+    REQUIRE(query(a) == Status::kInvalidArgument);
+    a = good;
+    a.desc.num_layers = 0;
+    REQUIRE(query(a) == Status::kInvalidArgument);
+    a = good;
+    a.max_steps = -1;
+    REQUIRE(query(a) == Status::kInvalidArgument);
+    a = good;
+    a.input.batch = -2;
+    REQUIRE(query(a) == Status::kInvalidArgument);
+  }
+  SECTION("input width differs from input_size") {
+    auto a = good;
+    a.input.inner = 5;
+    REQUIRE(query(a) == Status::kInvalidArgument);
+  }
+  SECTION("c0 for a GRU") {
+    auto a = good;
+    a.desc.mode = RnnMode::kGru;
+    REQUIRE(query(a) == Status::kInvalidArgument);
+  }
+  SECTION("null output, offsets or cuBLAS handle") {
+    auto a = good;
+    a.output = nullptr;
+    REQUIRE(query(a) == Status::kNullPointer);
+    a = good;
+    a.input.offsets = nullptr;
+    REQUIRE(query(a) == Status::kNullPointer);
+    a = good;
+    a.cublas = nullptr;
+    REQUIRE(query(a) == Status::kNullPointer);
+  }
+  SECTION("unknown algo") {
+    auto a = good;
+    a.algo = static_cast<RnnAlgo>(7);
+    REQUIRE(query(a) == Status::kInvalidArgument);
+  }
+  SECTION("too small a workspace") {
+    DeviceBuffer<unsigned char> workspace(bytes);
+    std::size_t short_bytes = bytes - 1;
+    REQUIRE(rnn_forward<float, std::int32_t>(workspace.data(), short_bytes, good, nullptr) ==
+            Status::kWorkspaceTooSmall);
+  }
+  SECTION("a forced persistent kernel whose weights cannot fit on chip") {
+    RnnAlgo chosen = RnnAlgo::kAuto;
+    RnnDesc big = make_desc(RnnMode::kLstm, 16, 8192, 0, 1, true);
+    REQUIRE(rnn_select_algo<float>(big, RnnAlgo::kPersistent, chosen) == Status::kUnsupportedShape);
+    REQUIRE_OK(rnn_select_algo<float>(big, RnnAlgo::kAuto, chosen));
+    REQUIRE(chosen == RnnAlgo::kPerStep);
+  }
+}
+
+TEST_CASE("rnn_select_algo keeps mid-sized recurrent weights on chip on a large GPU", "[rnn]") {
+  int device = 0, sms = 0, optin = 0;
+  REQUIRE_CUDA(cudaGetDevice(&device));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  RnnAlgo chosen = RnnAlgo::kAuto;
+  REQUIRE_OK(rnn_select_algo<bfloat16>(make_desc(RnnMode::kLstm, 256, 256, 0, 1, false), RnnAlgo::kAuto, chosen));
+  REQUIRE(chosen == RnnAlgo::kPersistent);
+  if (sms >= 100 && optin >= 200 * 1024) {  // H100 class: H = 1024 in bfloat16 fits, both directions too
+    REQUIRE_OK(rnn_select_algo<bfloat16>(make_desc(RnnMode::kLstm, 1024, 1024, 0, 1, true), RnnAlgo::kAuto, chosen));
+    REQUIRE(chosen == RnnAlgo::kPersistent);
+    REQUIRE_OK(rnn_select_algo<float>(make_desc(RnnMode::kGru, 1024, 1024, 0, 1, false), RnnAlgo::kAuto, chosen));
+    REQUIRE(chosen == RnnAlgo::kPersistent);
+  }
+}
+
+TEST_CASE("rnn_forward never leaves its buffers with malformed offsets", "[rnn][malformed]") {
+  CublasHandle cublas;
+  auto rng = test::make_rng(1100);
+  const RnnDesc desc = make_desc(RnnMode::kLstm, 4, 16, 0, 1, true);
+  Model<float> model(desc, rng);
+  const std::int64_t nnz = 20;
+  const std::vector<float> values = scaled_values<float>(nnz * 4, 1.0, rng);
+  DeviceBuffer<float> x(values), out(nnz * 32), hn(2 * 4 * 16), cn(2 * 4 * 16);
+  test::poison(out);
+  const std::vector<std::vector<std::int32_t>> bad = {
+      {0, 30, 10, 15, 20},   // beyond nnz, then decreasing
+      {5, 3, -4, 18, 40},    // negative start, negative lengths, past the end
+      {0, 20, 20, 20, 100},  // the last sequence past nnz
+  };
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  for (const auto& host_offsets : bad) {
+    DeviceBuffer<std::int32_t> offsets(host_offsets);
+    RnnArgs<float, std::int32_t> args;
+    args.desc = desc;
+    args.weights = model.device_weights.data();
+    args.input = RaggedView<const float, std::int32_t>{x.data(), offsets.data(), 4, nnz, 4};
+    args.max_steps = 64;
+    args.output = out.data();
+    args.hn = hn.data();
+    args.cn = cn.data();
+    args.cublas = cublas.handle;
+    args.algo = algo;
+    std::size_t bytes = 0;
+    REQUIRE_OK((rnn_forward<float, std::int32_t>(nullptr, bytes, args, nullptr)));
+    DeviceBuffer<unsigned char> workspace(bytes);
+    REQUIRE_OK((rnn_forward<float, std::int32_t>(workspace.data(), bytes, args, nullptr)));
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+  }
+}
