@@ -8,24 +8,15 @@
 
 #include "ragged/reference.h"
 
+#include "host_convert.h"
+
 namespace ragged {
 namespace reference {
 namespace {
 
+using detail::to_double;
 template <typename T>
-double to_double(T v) {
-  if constexpr (std::is_same<T, half>::value) return static_cast<double>(__half2float(v));
-  else if constexpr (std::is_same<T, bfloat16>::value) return static_cast<double>(__bfloat162float(v));
-  else return static_cast<double>(v);
-}
-
-// Correct rounding from double (through float could round twice).
-template <typename T>
-T round_from_double(double v) {
-  if constexpr (std::is_same<T, half>::value) return __double2half(v);
-  else if constexpr (std::is_same<T, bfloat16>::value) return __double2bfloat16(v);
-  else return static_cast<T>(v);
-}
+T round_from_double(double v) { return detail::round_to<T>(v); }
 
 struct Span {
   std::int64_t start, length;

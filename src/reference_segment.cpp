@@ -6,24 +6,14 @@
 #include <limits>
 #include <type_traits>
 
+#include "host_convert.h"
+
 namespace ragged {
 namespace reference {
 namespace {
 
-template <typename T>
-double to_double(T v) {
-  if constexpr (std::is_same<T, half>::value) return static_cast<double>(__half2float(v));
-  else if constexpr (std::is_same<T, bfloat16>::value) return static_cast<double>(__bfloat162float(v));
-  else return static_cast<double>(v);
-}
-
-// Rounds once, straight from double (no detour through float, which could round twice).
-template <typename T>
-T round_to(double v) {
-  if constexpr (std::is_same<T, half>::value) return __double2half(v);
-  else if constexpr (std::is_same<T, bfloat16>::value) return __double2bfloat16(v);
-  else return static_cast<T>(v);
-}
+using detail::to_double;
+using detail::round_to;
 
 // Index within the sequence of the first NaN, or else of the first extreme value; -1 for an empty sequence.
 template <typename T>
