@@ -12,6 +12,7 @@
 // ld.global.cg, which bypasses the (non-coherent) L1, after the grid barrier.
 #pragma once
 
+#include "element_convert.cuh"
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -76,23 +77,6 @@ inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char
                    "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
 }
 
-template <typename T>
-__device__ __forceinline__ float as_float(T v);
-template <>
-__device__ __forceinline__ float as_float<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ float as_float<__half>(__half v) { return __half2float(v); }
-template <>
-__device__ __forceinline__ float as_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float_rn(float v);
-template <>
-__device__ __forceinline__ float from_float_rn<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half from_float_rn<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float_rn<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 // Accurate (not __expf) so that float results stay within a few ulps of the double reference.
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -182,7 +166,7 @@ __device__ __forceinline__ void stage_rows(T* dst, int ld, int rows, int cols, c
       const int q = i / cols;
       const int col = k0 + (i - q * cols);
       const std::int64_t row = row_of(q);
-      T value = from_float_rn<T>(0.0f);
+      T value = from_float<T>(0.0f);
       if (row >= 0 && col < k) value = load_global<kCoherent>(src + row * src_ld + col);
       dst[q * ld + (col - k0)] = value;
     }
@@ -319,8 +303,8 @@ __device__ void gates_phase(const KernelParams<T>& p, unsigned char* shared, int
         in_part[gate] = x[gate * H];
         rec_part[gate] = product_at(g, partials, m, gate * units + u);
         if (a.bias) {
-          in_part[gate] += as_float(b_ih[gate * H + unit]);
-          rec_part[gate] += as_float(b_hh[gate * H + unit]);
+          in_part[gate] += to_float(b_ih[gate * H + unit]);
+          rec_part[gate] += to_float(b_hh[gate * H + unit]);
         }
       }
       if (a.mode == RnnMode::kLstm) {
@@ -330,7 +314,7 @@ __device__ void gates_phase(const KernelParams<T>& p, unsigned char* shared, int
         const float out_gate = sigmoid(in_part[3] + rec_part[3]);
         const float c_new = forget_gate * c[j * H + unit] + in_gate * cell_gate;
         c[j * H + unit] = c_new;
-        const T h = from_float_rn<T>(out_gate * tanhf(c_new));
+        const T h = from_float<T>(out_gate * tanhf(c_new));
         if (a.proj > 0) {
           r[j * H + unit] = h;
         } else {
@@ -341,8 +325,8 @@ __device__ void gates_phase(const KernelParams<T>& p, unsigned char* shared, int
         const float reset_gate = sigmoid(in_part[0] + rec_part[0]);
         const float update_gate = sigmoid(in_part[1] + rec_part[1]);
         const float candidate = tanhf(in_part[2] + reset_gate * rec_part[2]);
-        const float h_prev = as_float(__ldcg(h_cur + j * S + unit));
-        const T h = from_float_rn<T>((1.0f - update_gate) * candidate + update_gate * h_prev);
+        const float h_prev = to_float(__ldcg(h_cur + j * S + unit));
+        const T h = from_float<T>((1.0f - update_gate) * candidate + update_gate * h_prev);
         h_next[j * S + unit] = h;
         a.out[row * out_ld + d * S + unit] = h;
       }
@@ -379,7 +363,7 @@ __device__ void proj_phase(const KernelParams<T>& p, unsigned char* shared, int 
       if (p0 + q >= P) continue;
       const std::int64_t row = token_row(a, j, t, d);
       if (row < 0) continue;
-      const T h = from_float_rn<T>(product_at(g, partials, m, q));
+      const T h = from_float<T>(product_at(g, partials, m, q));
       h_next[j * P + p0 + q] = h;
       a.out[row * out_ld + d * P + p0 + q] = h;
     }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "element_convert.cuh"
 #include "ragged/check.h"
 #include "ragged/view.h"
 #include "segment_geometry.h"
@@ -14,24 +15,6 @@
 
 namespace ragged {
 namespace detail {
-
-template <typename T>
-__device__ __forceinline__ float to_float(T v);
-template <>
-__device__ __forceinline__ float to_float<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ float to_float<__half>(__half v) { return __half2float(v); }
-template <>
-__device__ __forceinline__ float to_float<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 // V consecutive elements moved as one access (16 bytes when V * sizeof(T) == 16).
 template <typename T, int V>
