@@ -65,6 +65,19 @@ std::vector<T> random_values(std::size_t count, std::mt19937_64& rng) {
   return out;
 }
 
+// Element type x offset type pairs for TEMPLATE_TEST_CASE over the floating-point ops.
+template <typename T, typename OffsetT>
+struct Case {
+  using Value = T;
+  using Offset = OffsetT;
+};
+using F32_I32 = Case<float, std::int32_t>;
+using F32_I64 = Case<float, std::int64_t>;
+using F16_I32 = Case<half, std::int32_t>;
+using F16_I64 = Case<half, std::int64_t>;
+using BF16_I32 = Case<bfloat16, std::int32_t>;
+using BF16_I64 = Case<bfloat16, std::int64_t>;
+
 // Length regimes every op is tested across.
 enum class Regime { kRandom, kEmptyBatch, kBatchOfOne, kZeroLengths, kAllEmpty, kOneHuge, kManyTiny };
 const char* regime_name(Regime regime);

@@ -22,17 +22,12 @@ using test::HostAttention;
 
 namespace {
 
-template <typename T, typename OffsetT>
-struct Case {
-  using Value = T;
-  using Offset = OffsetT;
-};
-using F32_I32 = Case<float, std::int32_t>;
-using F32_I64 = Case<float, std::int64_t>;
-using F16_I32 = Case<half, std::int32_t>;
-using F16_I64 = Case<half, std::int64_t>;
-using BF16_I32 = Case<bfloat16, std::int32_t>;
-using BF16_I64 = Case<bfloat16, std::int64_t>;
+using test::BF16_I32;
+using test::BF16_I64;
+using test::F16_I32;
+using test::F16_I64;
+using test::F32_I32;
+using test::F32_I64;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();

@@ -21,17 +21,12 @@ using namespace ragged;
 
 namespace {
 
-template <typename T, typename OffsetT>
-struct Case {
-  using Value = T;
-  using Offset = OffsetT;
-};
-using F32_I32 = Case<float, std::int32_t>;
-using F32_I64 = Case<float, std::int64_t>;
-using F16_I32 = Case<half, std::int32_t>;
-using F16_I64 = Case<half, std::int64_t>;
-using BF16_I32 = Case<bfloat16, std::int32_t>;
-using BF16_I64 = Case<bfloat16, std::int64_t>;
+using test::BF16_I32;
+using test::BF16_I64;
+using test::F16_I32;
+using test::F16_I64;
+using test::F32_I32;
+using test::F32_I64;
 
 constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin};
 // A local name for each op (the library's reduce_op_name lives with the device code).
