@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -28,7 +29,13 @@ class DeviceBuffer {
     }
   }
   DeviceBuffer(const std::vector<T>& host, cudaStream_t stream = nullptr) : DeviceBuffer(host.size(), stream) {
-    copy_from_host(host.data(), host.size());
+    if constexpr (std::is_same_v<T, bool>) {
+      // std::vector<bool> packs bits and has no data(): stage through one byte per element.
+      const std::vector<unsigned char> bytes(host.begin(), host.end());
+      copy_bytes_from_host(bytes.data(), bytes.size());
+    } else {
+      copy_from_host(host.data(), host.size());
+    }
   }
   ~DeviceBuffer() { release(); }
 
@@ -50,18 +57,17 @@ class DeviceBuffer {
   bool empty() const { return count_ == 0; }
   cudaStream_t stream() const { return stream_; }
 
-  void copy_from_host(const T* host, std::size_t count) {
-    if (count > count_) throw Error(Status::kInvalidArgument, "copy_from_host: more elements than the buffer holds");
-    if (count == 0) return;
-    cuda_check(cudaMemcpyAsync(data_, host, count * sizeof(T), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
-    cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-  }
+  void copy_from_host(const T* host, std::size_t count) { copy_bytes_from_host(host, count); }
   std::vector<T> to_host() const {
-    std::vector<T> host(count_);
-    if (count_ == 0) return host;
-    cuda_check(cudaMemcpyAsync(host.data(), data_, bytes(), cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
-    cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    return host;
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<unsigned char> bytes(count_);
+      copy_bytes_to_host(bytes.data());
+      return std::vector<bool>(bytes.begin(), bytes.end());
+    } else {
+      std::vector<T> host(count_);
+      copy_bytes_to_host(host.data());
+      return host;
+    }
   }
   // Sets every byte (tests poison outputs with this before a run).
   void fill_bytes(int byte) {
@@ -69,6 +75,20 @@ class DeviceBuffer {
   }
 
  private:
+  static_assert(!std::is_same_v<T, bool> || sizeof(bool) == 1, "bool buffers are copied as one byte per element");
+
+  void copy_bytes_from_host(const void* host, std::size_t count) {
+    if (count > count_) throw Error(Status::kInvalidArgument, "copy_from_host: more elements than the buffer holds");
+    if (count == 0) return;
+    cuda_check(cudaMemcpyAsync(data_, host, count * sizeof(T), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
+    cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+  void copy_bytes_to_host(void* host) const {
+    if (count_ == 0) return;
+    cuda_check(cudaMemcpyAsync(host, data_, bytes(), cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+    cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
+
   void release() noexcept {
     if (data_ != nullptr) cudaFreeAsync(data_, stream_);  // a destructor must not throw
     data_ = nullptr;

@@ -123,6 +123,25 @@ TEMPLATE_TEST_CASE("masks through the 64-bit index path", "[mask][gpu]", std::in
   }
 }
 
+TEST_CASE("bool masks round-trip through the owning buffer", "[mask][gpu]") {
+  // DeviceBuffer<bool> stages std::vector<bool> (bit-packed, no data()) through bytes in both directions.
+  const std::vector<std::int32_t> lengths = {3, 0, 5, 1};
+  const std::int64_t batch = 4, max_len = 4;
+  DeviceBuffer<std::int32_t> d_lengths(lengths);
+  DeviceBuffer<bool> mask(std::vector<bool>(batch * max_len, true));  // poisoned: every slot says "real"
+  Workspace workspace;
+  run_with_workspace(workspace, [&](void* ws, std::size_t& bytes) {
+    return lengths_to_mask(ws, bytes, d_lengths.data(), batch, max_len, Align::kLeft, mask.data(), nullptr);
+  });
+  const std::vector<bool> got = mask.to_host();
+  REQUIRE(got.size() == static_cast<std::size_t>(batch * max_len));
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t t = 0; t < max_len; ++t) {
+      INFO("sequence " << b << " token " << t);
+      REQUIRE(got[b * max_len + t] == (t < std::min<std::int64_t>(lengths[b], max_len)));
+    }
+}
+
 TEST_CASE("masks reject bad arguments and name them", "[mask][gpu][errors]") {
   DeviceBuffer<std::int32_t> lengths(std::vector<std::int32_t>{3, 1});
   DeviceBuffer<bool> mask(8);

@@ -460,6 +460,36 @@ TEST_CASE("rnn_forward: sequences longer than max_steps are recorded and truncat
   require_within_budget(got.hn, exact.hn, naive.hn, "hn");
 }
 
+TEST_CASE("rnn_forward: spare rows past offsets[batch] are zero between layers, not read uninitialised", "[rnn]") {
+  // Layer 2's input GEMM projects all nnz rows of layer 1's output, spare rows included: they must be defined
+  // (initcheck) and must not disturb the real rows.
+  CublasHandle cublas;
+  auto rng = test::make_rng(850);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  const RnnDesc desc = make_desc(RnnMode::kGru, 6, 16, 0, 2, true);
+  Model<float> model(desc, rng);
+  const std::vector<std::int64_t> lengths = {4, 0, 7, 2};
+  auto in = make_inputs<float, std::int32_t>(desc, lengths, rng);
+  const std::int64_t real_rows = in.x.nnz, spare_rows = 5;
+  const std::vector<float> spare = test::random_values<float>(static_cast<std::size_t>(spare_rows * in.x.inner), rng);
+  in.x.values.insert(in.x.values.end(), spare.begin(), spare.end());
+  in.x.nnz += spare_rows;
+  Options o;
+  o.algo = algo;
+  const Outputs<float> got = run_device(model, in, o, cublas.handle);
+  const auto exact = run_reference(model, in, o, reference::RnnPrecision::kExact);
+  const auto naive = run_reference(model, in, o, reference::RnnPrecision::kStorage);
+  const std::size_t width = 2 * 16, real = static_cast<std::size_t>(real_rows) * width;
+  const std::vector<float> real_got(got.output.begin(), got.output.begin() + real);
+  require_within_budget(real_got, std::vector<float>(exact.output.begin(), exact.output.begin() + real),
+                        std::vector<float>(naive.output.begin(), naive.output.begin() + real), "output");
+  require_within_budget(got.hn, exact.hn, naive.hn, "hn");
+  for (std::size_t i = real; i < got.output.size(); ++i) {
+    INFO("spare output element " << i - real);
+    REQUIRE(got.output[i] == 0.0f);
+  }
+}
+
 TEST_CASE("rnn_forward can be captured in a CUDA graph", "[rnn]") {
   CublasHandle cublas;
   auto rng = test::make_rng(900);
