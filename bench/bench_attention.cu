@@ -8,9 +8,11 @@
 //   cublas  the naive padded baseline as users write it: cuBLAS batched GEMM S = scale * Q K^T over the whole
 //           padded batch (bfloat16 scores, [batch * heads, max_len, max_len]), a masked softmax kernel in
 //           place, then O = P V with a second batched GEMM
+//   ragged/<case>/tile:64|128  the ragged run with the query tile forced (the plain one uses the automatic choice)
 // Counters: TFLOP/s on real work only (4 * sum(L^2) * head_dim * heads, halved for causal), whatever the
 // implementation computes; peak_bytes = device bytes the variant holds (inputs + outputs + scores + workspace);
-// padding_frac, tokens, batch. bytes_per_second counts Q, K, V read and O written once (real tokens).
+// padding_frac, tokens, batch, query_tile (rows per block of the fused kernel). bytes_per_second counts Q, K, V
+// read and O written once (real tokens).
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -67,8 +69,9 @@ std::vector<std::int32_t> offsets_of(const std::vector<std::int64_t>& lengths) {
   return offsets;
 }
 
-// ragged (padded_layout = false) or padded (true): the same kernel, two layouts.
-void bench_fused(benchmark::State& state, const AttentionCase& c, bool padded_layout) {
+// ragged (padded_layout = false) or padded (true): the same kernel, two layouts. query_tile 0: the library's
+// choice; 64 / 128 force one (the tile:N variants, to tune the automatic choice on the GPU).
+void bench_fused(benchmark::State& state, const AttentionCase& c, bool padded_layout, int query_tile = 0) {
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
     const std::int64_t rows = padded_layout ? c.batch * c.max_len : c.tokens;
@@ -92,11 +95,13 @@ void bench_fused(benchmark::State& state, const AttentionCase& c, bool padded_la
     a.head_dim = c.head_dim;
     a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     a.causal = c.causal;
+    a.query_tile = query_tile;
     std::size_t ws_bytes = 0;
     if (!ok_or_skip(state, varlen_attention_forward(nullptr, ws_bytes, a, stream), "workspace query")) return;
     DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
     time_on_gpu(state, [&](cudaStream_t st) { return varlen_attention_forward(ws.data(), ws_bytes, a, st); });
     set_counters(state, c, static_cast<double>(4 * q.bytes() + index.bytes() + ws_bytes));
+    state.counters["query_tile"] = attention_query_tile(a);
   });
 }
 
@@ -211,6 +216,11 @@ void register_attention_gpu() {
                                  [shared](benchmark::State& st) { bench_fused(st, *shared, true); })
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
+    for (int tile : {64, 128})
+      benchmark::RegisterBenchmark(("attention/ragged" + tail + "/tile:" + std::to_string(tile)).c_str(),
+                                   [shared, tile](benchmark::State& st) { bench_fused(st, *shared, false, tile); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
     // The baseline has no causal variant here (users would add a second mask); its scores take
     // batch * heads * max_len^2 * 2 bytes (8 GiB at max_len 4096).
     if (!c.causal)

@@ -42,14 +42,16 @@ struct AttentionParams {
   bool causal = false;
 };
 
-// Query rows per block for each kernel (0: no kernel for that head_dim).
-int attention_mma_query_tile(int head_dim);
+// Whether the tensor-core kernel exists for head_dim with `query_tile` rows per block (64 or 128); the query
+// rows per block of the float kernel (0: no kernel for that head_dim).
+bool attention_mma_supports(int head_dim, int query_tile);
 int attention_simt_query_tile(int head_dim);
 
-// Launch the forward kernel for `head_dim`; kUnsupportedShape when there is none. The caller has checked the
-// arguments and that batch > 0 and q rows > 0. T: __half / __nv_bfloat16 (mma) or float (simt).
+// Launch the forward kernel for `head_dim` (and, on tensor cores, `query_tile` rows per block);
+// kUnsupportedShape when there is none. The caller has checked the arguments and that batch > 0 and q rows > 0.
+// T: __half / __nv_bfloat16 (mma) or float (simt).
 template <typename T>
-Status launch_attention_mma(const AttentionParams& params, int head_dim, cudaStream_t stream);
+Status launch_attention_mma(const AttentionParams& params, int head_dim, int query_tile, cudaStream_t stream);
 Status launch_attention_simt(const AttentionParams& params, int head_dim, cudaStream_t stream);
 
 }  // namespace detail

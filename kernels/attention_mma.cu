@@ -3,12 +3,12 @@
 // key tiles once, keeping S = Q K^T, the online-softmax statistics and O in registers. The score matrix never
 // leaves the SM.
 //
-// Per block:  Q tile [kQueryTile x D] and two buffers of K and V tiles [64 x D] in shared memory (cp.async,
+// Per block:  Q tile [64 or 128 rows x D] and two buffers of K and V tiles [64 x D] in shared memory (cp.async,
 //             double-buffered: tile n-1 loads while tile n is computed).
-// Per warp:   16 query rows; for each key tile S [16 x 64] (8 mma n-tiles) from ldmatrix'd Q and K fragments,
-//             mask (only on tiles that cross the sequence end or the causal diagonal), online softmax with
-//             exp2 (scale folded into log2(e)), then O [16 x D] += P V with P taken straight from the S
-//             registers (the C layout of one mma is the A layout of the next, see below).
+// Per warp:   16 or 32 query rows (one or two m16 tiles); for each key tile S [16 x 64] per m16 tile (8 mma
+//             n-tiles) from ldmatrix'd Q and K fragments, mask (only on tiles that cross the sequence end or the
+//             causal diagonal), online softmax with exp2 (scale folded into log2(e)), then O [16 x D] += P V
+//             with P taken straight from the S registers (the C layout of one mma is the A layout of the next).
 // Epilogue:   O / rowsum rounded to T, staged through shared memory for 16-byte coalesced stores; LSE.
 //
 // Fragment layouts of mma.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16"), with g = lane / 4 (group)
@@ -45,13 +45,13 @@ constexpr int kMmaWarps = 4;
 constexpr int kMmaThreads = kMmaWarps * 32;
 constexpr int kKeyTile = 64;
 
-// kRowTiles: m16 tiles per warp. 1 -> 64 query rows per block (less waste on short sequences, Q re-read from
-// shared memory per key tile is cheap at this size). A tuning knob for the GPU session: 2 halves the K / V
-// shared-memory traffic per flop at the cost of registers and of waste on short sequences.
-template <int kHeadDim>
+// kRowTiles: m16 tiles per warp, so 64 or 128 query rows per block. 128 halves the K / V shared-memory reads
+// per flop (each ldmatrix'd K / V fragment feeds two mma instead of one), which FlashAttention-2 needs on long
+// sequences; 64 wastes less on short ones. The host picks (src/attention.cpp), a caller may force either.
+template <int kHeadDim, int kRowTiles>
 struct MmaConfig {
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head_dim 64 or 128");
-  static constexpr int kRowTiles = 1;
+  static_assert(kRowTiles == 1 || kRowTiles == 2, "64 or 128 query rows per block");
   static constexpr int kQueryTile = 16 * kRowTiles * kMmaWarps;
   static constexpr int kChunks = kHeadDim / 8;  // 16-byte chunks per row
   static constexpr int kQBytes = kQueryTile * kHeadDim * 2;
@@ -133,6 +133,25 @@ __device__ __forceinline__ unsigned swizzle(int row, int chunk) {
   return static_cast<unsigned>((row * kChunks + (chunk ^ (row & 7))) * 16);
 }
 
+// ldmatrix addresses into a swizzled tile with no XOR left in the unrolled loops. A lane reads rows
+// row0 + row_in (row0 a compile-time multiple of 8, so row & 7 == row_in & 7 in every read) at logical chunk
+// 2j + half (j compile-time). As 2j + half = 8 (j / 4) + (2 (j % 4) ^ half), the swizzled chunk is
+// 8 (j / 4) + (2 (j % 4) ^ half ^ (row_in & 7)): four lane-dependent bases, everything else an immediate.
+// Computing swizzle() per read instead makes the compiler hoist one address per (row, chunk) pair out of the
+// key loop, which spills at 128-row tiles.
+template <int kChunks>
+struct LdmatrixAddress {
+  unsigned base[4];
+  __device__ __forceinline__ LdmatrixAddress(unsigned tile, int row_in, int half) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      base[i] = tile + static_cast<unsigned>(row_in * kChunks * 16 + 16 * ((2 * i) ^ half ^ (row_in & 7)));
+  }
+  __device__ __forceinline__ unsigned at(int row0, int j) const {
+    return base[j & 3] + static_cast<unsigned>(row0 * kChunks * 16 + (j >> 2) * 128);
+  }
+};
+
 // Starts the copy of rows [first, first + kRows) of one head of a [tokens, heads, D] tensor into a swizzled
 // tile; rows at or past `valid` (counted from `first`) are zero-filled. `base` points at token 0 of the
 // sequence in this head; `fallback` is any mapped address (never read: zero-filled copies read nothing).
@@ -161,12 +180,11 @@ __device__ __forceinline__ void copy_rows_async(unsigned tile, const T* base, st
 // The kernel. Grid: x = query-tile slot (attention_common.cuh), y = query head.
 // ---------------------------------------------------------------------------------------------------------------
 
-template <typename T, int kHeadDim>
+template <typename T, int kHeadDim, int kRowTiles>
 __global__ void __launch_bounds__(kMmaThreads)
     attention_mma_kernel(const __grid_constant__ AttentionParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using Cfg = MmaConfig<kHeadDim>;
-  constexpr int kRowTiles = Cfg::kRowTiles;
+  using Cfg = MmaConfig<kHeadDim, kRowTiles>;
   constexpr int kChunks = Cfg::kChunks;
   constexpr int kScoreTiles = kKeyTile / 8;  // n8 tiles of S per m16 tile
   constexpr int kOutTiles = kHeadDim / 8;    // n8 tiles of O per m16 tile
@@ -187,6 +205,12 @@ __global__ void __launch_bounds__(kMmaThreads)
   const unsigned s_q = smem_address(smem);
   const unsigned s_k = s_q + Cfg::kQBytes;        // K buffer i at s_k + i * kKVBytes
   const unsigned s_v = s_k + 2 * Cfg::kKVBytes;   // V buffer i at s_v + i * kKVBytes
+
+  // Q: rows 0-7 / 8-15 (lane bit 3) x k 0-7 / 8-15 (lane bit 4). K: keys 0-7 / 8-15 of an n-tile pair (lane
+  // bit 4) x k 0-7 / 8-15 (lane bit 3). V (transposed): keys 0-7 / 8-15 (lane bit 3) x d-tile pair (lane bit 4).
+  const LdmatrixAddress<kChunks> q_frag(s_q + warp_row0 * kChunks * 16, lane & 15, lane >> 4);
+  const LdmatrixAddress<kChunks> k_frag(s_k, ((lane >> 4) << 3) + (lane & 7), (lane >> 3) & 1);
+  const LdmatrixAddress<kChunks> v_frag(s_v, lane & 15, lane >> 4);
 
   const std::int64_t key_end = visible_key_end(tile, p.causal);
   const int key_tiles = static_cast<int>((key_end + kKeyTile - 1) / kKeyTile);
@@ -230,8 +254,7 @@ __global__ void __launch_bounds__(kMmaThreads)
       cp_async_wait<0>();
     }
     __syncthreads();
-    const unsigned s_kb = s_k + buffer * Cfg::kKVBytes;
-    const unsigned s_vb = s_v + buffer * Cfg::kKVBytes;
+    const unsigned buffer_offset = buffer * Cfg::kKVBytes;
 
     // ---- S = Q K^T --------------------------------------------------------------------------------------------
     float s[kRowTiles][kScoreTiles][4];
@@ -245,14 +268,11 @@ __global__ void __launch_bounds__(kMmaThreads)
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       unsigned a[kRowTiles][4];
 #pragma unroll
-      for (int mt = 0; mt < kRowTiles; ++mt)  // matrices: rows 0-7 / 8-15 (lane bit 3) x k 0-7 / 8-15 (bit 4)
-        ldmatrix_x4(a[mt], s_q + swizzle<kChunks>(warp_row0 + mt * 16 + (lane & 15), 2 * kk + (lane >> 4)));
+      for (int mt = 0; mt < kRowTiles; ++mt) ldmatrix_x4(a[mt], q_frag.at(mt * 16, kk));
 #pragma unroll
       for (int np = 0; np < kScoreTiles / 2; ++np) {
-        // matrices: keys 0-7 / 8-15 of the pair (lane bit 4) x k 0-7 / 8-15 (lane bit 3)
-        // -> b0, b1 of n-tile 2np, then b0, b1 of n-tile 2np + 1.
-        unsigned b[4];
-        ldmatrix_x4(b, s_kb + swizzle<kChunks>(np * 16 + ((lane >> 4) << 3) + (lane & 7), 2 * kk + ((lane >> 3) & 1)));
+        unsigned b[4];  // b0, b1 of n-tile 2np, then b0, b1 of n-tile 2np + 1
+        ldmatrix_x4(b, k_frag.at(np * 16, kk) + buffer_offset);
 #pragma unroll
         for (int mt = 0; mt < kRowTiles; ++mt) {
           mma_16816<T>(s[mt][2 * np], a[mt], b[0], b[1]);
@@ -320,10 +340,8 @@ __global__ void __launch_bounds__(kMmaThreads)
       }
 #pragma unroll
       for (int dp = 0; dp < kOutTiles / 2; ++dp) {
-        // matrices: keys 0-7 / 8-15 (lane bit 3) x d-tile 2dp / 2dp + 1 (lane bit 4), transposed
-        // -> b0, b1 of d-tile 2dp, then b0, b1 of d-tile 2dp + 1.
-        unsigned b[4];
-        ldmatrix_x4_trans(b, s_vb + swizzle<kChunks>(ks * 16 + (lane & 15), 2 * dp + (lane >> 4)));
+        unsigned b[4];  // b0, b1 of d-tile 2dp, then b0, b1 of d-tile 2dp + 1
+        ldmatrix_x4_trans(b, v_frag.at(ks * 16, dp) + buffer_offset);
 #pragma unroll
         for (int mt = 0; mt < kRowTiles; ++mt) {
           mma_16816<T>(o[mt][2 * dp], pa[mt], b[0], b[1]);
@@ -369,42 +387,50 @@ __global__ void __launch_bounds__(kMmaThreads)
 #endif
 }
 
-template <typename T, int kHeadDim>
+template <typename T, int kHeadDim, int kRowTiles>
 Status launch(const AttentionParams& p, cudaStream_t stream) {
-  using Cfg = MmaConfig<kHeadDim>;
+  using Cfg = MmaConfig<kHeadDim, kRowTiles>;
+  auto* kernel = attention_mma_kernel<T, kHeadDim, kRowTiles>;
   dim3 grid;
   RAGGED_RETURN_IF_ERROR(attention_grid(p, Cfg::kQueryTile, grid));
   // More than 48 KB of dynamic shared memory needs an explicit opt-in (any device this kernel runs on has it).
-  RAGGED_RETURN_IF_ERROR(from_cuda(cudaFuncSetAttribute(attention_mma_kernel<T, kHeadDim>,
-                                                        cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes),
-                                   "cudaFuncSetAttribute(attention_mma_kernel)"));
-  attention_mma_kernel<T, kHeadDim><<<grid, kMmaThreads, Cfg::kSmemBytes, stream>>>(p);
+  RAGGED_RETURN_IF_ERROR(
+      from_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes),
+                "cudaFuncSetAttribute(attention_mma_kernel)"));
+  kernel<<<grid, kMmaThreads, Cfg::kSmemBytes, stream>>>(p);
   return check_launch("attention_mma_kernel");
+}
+
+template <typename T, int kHeadDim>
+Status launch_tile(const AttentionParams& p, int query_tile, cudaStream_t stream) {
+  switch (query_tile) {
+    case MmaConfig<kHeadDim, 1>::kQueryTile: return launch<T, kHeadDim, 1>(p, stream);
+    case MmaConfig<kHeadDim, 2>::kQueryTile: return launch<T, kHeadDim, 2>(p, stream);
+    default:
+      return fail(Status::kInvalidArgument, "attention: the tensor-core kernel has no query tile of " +
+                                                std::to_string(query_tile) + " rows (64 or 128)");
+  }
 }
 
 }  // namespace
 
-int attention_mma_query_tile(int head_dim) {
-  switch (head_dim) {
-    case 64: return MmaConfig<64>::kQueryTile;
-    case 128: return MmaConfig<128>::kQueryTile;
-    default: return 0;
-  }
+bool attention_mma_supports(int head_dim, int query_tile) {
+  return (head_dim == 64 || head_dim == 128) && (query_tile == 64 || query_tile == 128);
 }
 
 template <typename T>
-Status launch_attention_mma(const AttentionParams& params, int head_dim, cudaStream_t stream) {
+Status launch_attention_mma(const AttentionParams& params, int head_dim, int query_tile, cudaStream_t stream) {
   switch (head_dim) {
-    case 64: return launch<T, 64>(params, stream);
-    case 128: return launch<T, 128>(params, stream);
+    case 64: return launch_tile<T, 64>(params, query_tile, stream);
+    case 128: return launch_tile<T, 128>(params, query_tile, stream);
     default:
       return fail(Status::kUnsupportedShape,
                   "attention: no tensor-core kernel for head_dim " + std::to_string(head_dim) + " (64 or 128)");
   }
 }
 
-template Status launch_attention_mma<__half>(const AttentionParams&, int, cudaStream_t);
-template Status launch_attention_mma<__nv_bfloat16>(const AttentionParams&, int, cudaStream_t);
+template Status launch_attention_mma<__half>(const AttentionParams&, int, int, cudaStream_t);
+template Status launch_attention_mma<__nv_bfloat16>(const AttentionParams&, int, int, cudaStream_t);
 
 }  // namespace detail
 }  // namespace ragged

@@ -67,6 +67,24 @@ Status check_heads(const void* data, std::int64_t token_stride, std::int64_t hea
   return Status::kSuccess;
 }
 
+// The tensor-core kernel's tile when the caller leaves it to us: 128 rows once the average sequence covers two
+// of them (FlashAttention-2's choice for long sequences), else 64 (at most 63 wasted rows per sequence).
+// Uses host-known sizes only; a padded layout counts max_len as its average. The threshold is untuned.
+int automatic_mma_tile(std::int64_t q_rows, std::int64_t batch) {
+  constexpr std::int64_t kLongTile = 128, kShortTile = 64;
+  return batch > 0 && q_rows >= 2 * kLongTile * batch ? static_cast<int>(kLongTile) : static_cast<int>(kShortTile);
+}
+
+template <typename T, typename OffsetT>
+int query_tile_for(const AttentionArgs<T, OffsetT>& a) {
+  if (kTensorCoreType<T>) {
+    const int tile = a.query_tile != 0 ? a.query_tile : automatic_mma_tile(a.q_seq.rows, a.batch);
+    return detail::attention_mma_supports(a.head_dim, tile) ? tile : 0;
+  }
+  const int tile = detail::attention_simt_query_tile(a.head_dim);
+  return a.query_tile == 0 || a.query_tile == tile ? tile : 0;
+}
+
 template <typename T, typename OffsetT>
 Status check_args(const AttentionArgs<T, OffsetT>& a) {
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(a.batch, "batch"));
@@ -84,6 +102,10 @@ Status check_args(const AttentionArgs<T, OffsetT>& a) {
   if (!(std::isfinite(a.scale) && a.scale > 0.0f))
     return fail(Status::kInvalidArgument,
                 "attention: scale = " + std::to_string(a.scale) + " must be finite and positive");
+  if (a.query_tile != 0 && query_tile_for(a) == 0)
+    return fail(Status::kInvalidArgument, "attention: query_tile = " + str(a.query_tile) +
+                                              " is not a tile of this kernel (0 for automatic; 64 or 128 for half / "
+                                              "bfloat16; 32 for float)");
   RAGGED_RETURN_IF_ERROR(check_layout(a.q_seq, a.batch, "q_seq"));
   RAGGED_RETURN_IF_ERROR(check_layout(a.k_seq, a.batch, "k_seq"));
   if (a.q_seq.offsets != nullptr) RAGGED_RETURN_IF_ERROR(detail::check_pointer(a.q_seq.offsets, a.batch + 1, "q_seq.offsets"));
@@ -123,11 +145,9 @@ Status check_device() {
 
 }  // namespace
 
-template <typename T>
-int attention_query_tile(int head_dim) {
-  if (kTensorCoreType<T>) return detail::attention_mma_query_tile(head_dim);
-  if (std::is_same<T, float>::value) return detail::attention_simt_query_tile(head_dim);
-  return 0;
+template <typename T, typename OffsetT>
+int attention_query_tile(const AttentionArgs<T, OffsetT>& args) {
+  return query_tile_for(args);
 }
 
 template <typename T, typename OffsetT>
@@ -165,14 +185,17 @@ Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes,
   p.scale_log2 = static_cast<float>(static_cast<double>(a.scale) * 1.4426950408889634);  // scale * log2(e)
   p.causal = a.causal;
 
-  if (std::is_same<T, half>::value) return detail::launch_attention_mma<__half>(p, a.head_dim, stream);
-  if (std::is_same<T, bfloat16>::value) return detail::launch_attention_mma<__nv_bfloat16>(p, a.head_dim, stream);
+  const int tile = query_tile_for(a);
+  if (std::is_same<T, half>::value) return detail::launch_attention_mma<__half>(p, a.head_dim, tile, stream);
+  if (std::is_same<T, bfloat16>::value)
+    return detail::launch_attention_mma<__nv_bfloat16>(p, a.head_dim, tile, stream);
   if (std::is_same<T, float>::value) return detail::launch_attention_simt(p, a.head_dim, stream);
   return fail(Status::kUnsupportedDType, "attention: no kernel for this element type");
 }
 
-#define RAGGED_INSTANTIATE_ATTENTION(T, O)                                                                   \
-  template Status varlen_attention_forward<T, O>(void*, std::size_t&, const AttentionArgs<T, O>&, cudaStream_t);
+#define RAGGED_INSTANTIATE_ATTENTION(T, O)                                                                     \
+  template Status varlen_attention_forward<T, O>(void*, std::size_t&, const AttentionArgs<T, O>&, cudaStream_t); \
+  template int attention_query_tile<T, O>(const AttentionArgs<T, O>&);
 
 RAGGED_INSTANTIATE_ATTENTION(float, std::int32_t)
 RAGGED_INSTANTIATE_ATTENTION(float, std::int64_t)
@@ -181,8 +204,5 @@ RAGGED_INSTANTIATE_ATTENTION(half, std::int64_t)
 RAGGED_INSTANTIATE_ATTENTION(bfloat16, std::int32_t)
 RAGGED_INSTANTIATE_ATTENTION(bfloat16, std::int64_t)
 
-template int attention_query_tile<float>(int);
-template int attention_query_tile<half>(int);
-template int attention_query_tile<bfloat16>(int);
 
 }  // namespace ragged

@@ -102,12 +102,17 @@ struct AttentionArgs {
   int head_dim = 0;
   float scale = 0.0f;  // > 0; usually 1 / sqrt(head_dim)
   bool causal = false;
+  // Query rows per block. 0: chosen from host-known sizes (128 when the sequences average at least 256 query
+  // rows, else 64). half / bfloat16 accept 64 or 128: 128 halves the shared-memory traffic per flop on long
+  // sequences, 64 wastes less on short ones. float has one kernel and accepts 0 or its tile (32). For tuning and
+  // benchmarks: the output is bitwise the same whatever the tile (a row's arithmetic does not depend on it).
+  int query_tile = 0;
 };
 
-// Query rows per block of the kernel that runs for T and head_dim (64 or 128 for half / bfloat16, 32 for float);
-// 0 for an unsupported combination. Informational (benchmarks, tuning notes).
-template <typename T>
-int attention_query_tile(int head_dim);
+// Query rows per block of the kernel that runs for `args` (args.query_tile when set, else the automatic
+// choice); 0 for an unsupported combination. Informational (benchmarks, tuning notes).
+template <typename T, typename OffsetT>
+int attention_query_tile(const AttentionArgs<T, OffsetT>& args);
 
 // The forward pass. With d_workspace == nullptr: validates and writes workspace_bytes (currently 0; query it
 // anyway). Otherwise enqueues the kernel on `stream`.

@@ -87,12 +87,14 @@ struct DeviceAttention {
     return host.args_with(q.data(), k.data(), v.data(), o, lse, q_index.data(), k_index.data());
   }
 
-  Output<T> run() const {
+  // query_tile 0: the library's choice.
+  Output<T> run(int query_tile = 0) const {
     DeviceBuffer<T> o(static_cast<std::size_t>(host.o_elems()));
     DeviceBuffer<float> lse(static_cast<std::size_t>(host.lse_elems()));
     test::poison(o);
     test::poison(lse);
-    const AttentionArgs<T, OffsetT> a = args(o.data(), lse.data());
+    AttentionArgs<T, OffsetT> a = args(o.data(), lse.data());
+    a.query_tile = query_tile;
     REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& bytes) { return varlen_attention_forward(ws, bytes, a, nullptr); }));
     return {o.to_host(), lse.to_host()};
   }
@@ -192,6 +194,16 @@ std::string check_against_reference(const std::vector<T>& got, const std::vector
 }
 
 // Runs the op on `h` and checks O and LSE; rows without a visible key must be exactly O = 0, LSE = -inf.
+// Every query tile the kernel for T has: the tensor-core kernel comes in 64- and 128-row tiles, and the
+// automatic choice (0) must pick one of them.
+template <typename T>
+std::vector<int> query_tiles() {
+  if (kLowPrecision<T>) return {64, 128};
+  return {0};
+}
+
+// Each tile against the reference, and the tiles against each other bitwise (a row's arithmetic does not
+// depend on the tile).
 template <typename T, typename OffsetT>
 void check_case(const HostAttention<T, OffsetT>& h) {
   std::vector<double> ref_out(static_cast<std::size_t>(h.o_elems()), kNaN);
@@ -199,16 +211,25 @@ void check_case(const HostAttention<T, OffsetT>& h) {
   reference::attention_forward_exact(h.host_args(nullptr, nullptr), ref_out.data(), ref_lse.data());
   const Naive naive = naive_attention(h);
   const DeviceAttention<T, OffsetT> dev(h);
-  const Output<T> got = dev.run();
-  std::string failure = check_against_reference(got.o, ref_out, naive.out, false);
-  INFO("O: " << failure);
-  REQUIRE(failure.empty());
-  failure = check_against_reference(got.lse, ref_lse, naive.lse, true);
-  INFO("LSE: " << failure);
-  REQUIRE(failure.empty());
-  for (std::size_t r = 0; r < ref_lse.size(); ++r)
-    if (ref_lse[r] == -std::numeric_limits<double>::infinity())
-      for (int d = 0; d < h.dim; ++d) REQUIRE(test::to_double(got.o[r * h.dim + d]) == 0.0);
+  std::vector<Output<T>> runs;
+  for (int tile : query_tiles<T>()) {
+    INFO("query tile " << tile);
+    const Output<T> got = dev.run(tile);
+    std::string failure = check_against_reference(got.o, ref_out, naive.out, false);
+    INFO("O: " << failure);
+    REQUIRE(failure.empty());
+    failure = check_against_reference(got.lse, ref_lse, naive.lse, true);
+    INFO("LSE: " << failure);
+    REQUIRE(failure.empty());
+    for (std::size_t r = 0; r < ref_lse.size(); ++r)
+      if (ref_lse[r] == -std::numeric_limits<double>::infinity())
+        for (int d = 0; d < h.dim; ++d) REQUIRE(test::to_double(got.o[r * h.dim + d]) == 0.0);
+    runs.push_back(got);
+  }
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    REQUIRE_BITWISE_EQUAL(runs[0].o, runs[i].o);
+    REQUIRE_BITWISE_EQUAL(runs[0].lse, runs[i].lse);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -464,6 +485,8 @@ TEST_CASE("attention rejects bad arguments", "[attention][gpu][errors]") {
       {"heads_q = 0", Status::kInvalidArgument, [](auto& a) { a.heads_q = 0; }},
       {"head_dim 96", Status::kUnsupportedShape, [](auto& a) { a.head_dim = 96; }},
       {"head_dim 256", Status::kUnsupportedShape, [](auto& a) { a.head_dim = 256; }},
+      {"query_tile 96", Status::kInvalidArgument, [](auto& a) { a.query_tile = 96; }},
+      {"query_tile 32 (the float kernel's)", Status::kInvalidArgument, [](auto& a) { a.query_tile = 32; }},
       {"scale 0", Status::kInvalidArgument, [](auto& a) { a.scale = 0.0f; }},
       {"scale < 0", Status::kInvalidArgument, [](auto& a) { a.scale = -0.125f; }},
       {"scale NaN", Status::kInvalidArgument, [](auto& a) { a.scale = std::numeric_limits<float>::quiet_NaN(); }},
