@@ -12,6 +12,7 @@
 #include "ragged/packing.h"
 #include "ragged/planner.h"
 #include "ragged/rnn.h"
+#include "ragged/rnn_module.h"
 #include "ragged/segment_reduce.h"
 #include "ragged/status.h"
 #include "ragged/tensor.h"

@@ -130,19 +130,12 @@ class RaggedTensor {
   }
 
   // A tensor with the same offsets (copied) and fresh, unwritten values.
-  RaggedTensor empty_like() const {
-    RaggedTensor t;
-    t.inner_dims_ = inner_dims_;
-    t.batch_ = batch_;
-    t.nnz_ = nnz_;
-    t.stream_ = stream_;
-    t.values_ = DeviceBuffer<T>(values_.size(), stream_);
-    t.offsets_ = DeviceBuffer<OffsetT>(offsets_.size(), stream_);
-    if (!offsets_.empty())
-      cuda_check(cudaMemcpyAsync(t.offsets_.data(), offsets_.data(), offsets_.bytes(), cudaMemcpyDeviceToDevice,
-                                 stream_),
-                 "cudaMemcpyAsync(offsets)");
-    return t;
+  RaggedTensor empty_like() const { return make_like(inner_dims_, values_.size()); }
+
+  // The same offsets (copied) with other inner dims: fresh, unwritten values of nnz rows.
+  RaggedTensor empty_like(std::vector<std::int64_t> inner_dims) const {
+    const std::size_t count = static_cast<std::size_t>(nnz_ * detail::product(inner_dims));
+    return make_like(std::move(inner_dims), count);
   }
 
   // [batch, inner...] reduction of every sequence (segment_reduce.h); `arg`, if given, receives the index of the
@@ -193,6 +186,21 @@ class RaggedTensor {
   }
 
  private:
+  RaggedTensor make_like(std::vector<std::int64_t> inner_dims, std::size_t value_count) const {
+    RaggedTensor t;
+    t.inner_dims_ = std::move(inner_dims);
+    t.batch_ = batch_;
+    t.nnz_ = nnz_;
+    t.stream_ = stream_;
+    t.values_ = DeviceBuffer<T>(value_count, stream_);
+    t.offsets_ = DeviceBuffer<OffsetT>(offsets_.size(), stream_);
+    if (!offsets_.empty())
+      cuda_check(cudaMemcpyAsync(t.offsets_.data(), offsets_.data(), offsets_.bytes(), cudaMemcpyDeviceToDevice,
+                                 stream_),
+                 "cudaMemcpyAsync(offsets)");
+    return t;
+  }
+
   DeviceBuffer<T> values_;
   DeviceBuffer<OffsetT> offsets_;
   std::vector<std::int64_t> inner_dims_;

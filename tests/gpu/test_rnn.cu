@@ -22,6 +22,8 @@
 #include "common/tolerance.h"
 #include "ragged/reference.h"
 #include "ragged/rnn.h"
+#include "ragged/rnn_module.h"
+#include "ragged/tensor.h"
 
 using namespace ragged;
 
@@ -488,6 +490,38 @@ TEST_CASE("rnn_forward: spare rows past offsets[batch] are zero between layers, 
     INFO("spare output element " << i - real);
     REQUIRE(got.output[i] == 0.0f);
   }
+}
+
+TEMPLATE_TEST_CASE("the owning Rnn layer gives bitwise the low-level results", "[rnn][module]", float, bfloat16) {
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(870);
+  const bool lstm = GENERATE(true, false);
+  const RnnDesc desc = make_desc(lstm ? RnnMode::kLstm : RnnMode::kGru, 5, 24, lstm ? 8 : 0, 2, true);
+  Model<T> model(desc, rng);
+  const std::vector<std::int64_t> lengths = {6, 0, 11, 3, 1};
+  const auto in = make_inputs<T, std::int64_t>(desc, lengths, rng);
+  const Outputs<T> low = run_device(model, in, Options{}, cublas.handle);
+
+  // PyTorch's flat order from the test model's five slots per layer and direction (biases always, w_hr if P).
+  std::vector<std::vector<T>> flat;
+  for (std::size_t i = 0; i < model.host.size(); i += 5) {
+    for (std::size_t j = 0; j < 4; ++j) flat.push_back(model.host[i + j]);
+    if (desc.proj_size > 0) flat.push_back(model.host[i + 4]);
+  }
+  const Rnn<T> rnn(desc, flat);
+  const auto x = RaggedTensor<T, std::int64_t>::from_host(in.x.values, lengths, {desc.input_size});
+  const DeviceBuffer<T> h0(in.h0), c0(in.c0);
+  const RnnResult<T, std::int64_t> got = rnn.forward(x, &h0, lstm ? &c0 : nullptr);
+  REQUIRE_CUDA(cudaDeviceSynchronize());
+  REQUIRE(got.output.inner() == 2 * rnn_state_size(desc));
+  REQUIRE(got.output.offsets_to_host() == in.x.offsets);
+  REQUIRE_BITWISE_EQUAL(got.output.values_to_host(), low.output);
+  REQUIRE_BITWISE_EQUAL(got.hn.to_host(), low.hn);
+  if (lstm) REQUIRE_BITWISE_EQUAL(got.cn.to_host(), low.cn);
+
+  const auto wrong = RaggedTensor<T, std::int64_t>::from_host(std::vector<T>(4 * 3, T(1.0f)), {4}, {3});
+  REQUIRE_THROWS_WITH(rnn.forward(wrong), Catch::Contains("input_size 5"));
 }
 
 TEST_CASE("rnn_forward can be captured in a CUDA graph", "[rnn]") {
