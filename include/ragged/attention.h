@@ -159,6 +159,7 @@ RaggedTensor<T, OffsetT> attention(const RaggedTensor<T, OffsetT>& q, const Ragg
   a.heads_kv = static_cast<int>(kd[0]);
   a.head_dim = static_cast<int>(qd[1]);
   a.scale = scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(qd[1]));
+  a.causal = causal;
   // K / V may live on other streams than Q: finish their pending work before the kernel reads them.
   if (k.stream() != q.stream()) cuda_check(cudaStreamSynchronize(k.stream()), "cudaStreamSynchronize(k)");
   if (v.stream() != q.stream()) cuda_check(cudaStreamSynchronize(v.stream()), "cudaStreamSynchronize(v)");
