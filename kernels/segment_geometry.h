@@ -68,6 +68,15 @@ RAGGED_HOST_DEVICE std::int64_t chunks_of(std::int64_t length, const SegmentGeom
   return (length + g.chunk_tokens - 1) / g.chunk_tokens;
 }
 
+// Softmax: a row of several chunks, but at most this many, is finished by the warp that completes its last
+// first-pass unit (per column tile): that warp merges the chunk statistics and writes the row right away, while
+// the row is still in L2 from the first pass, so such rows cost one DRAM read and one write. Longer rows go
+// through the combine and second-pass kernels (two reads: a row that large would not stay in L2 anyway).
+// 32 chunks are 32 x 1024 elements at D = 1, or 256 tokens of a 32-vector column tile at wide D.
+constexpr std::int64_t kLocalFinishChunks = 32;
+
+RAGGED_HOST_DEVICE bool finishes_locally(std::int64_t chunks) { return chunks > 1 && chunks <= kLocalFinishChunks; }
+
 RAGGED_HOST_DEVICE bool is_tiny(std::int64_t length, const SegmentGeometry& g) {
   return length == 0 || length <= g.tiny_tokens;
 }

@@ -78,6 +78,9 @@ struct SegmentSoftmaxArgs {
   T* out = nullptr;       // forward: y; backward: dx
   float* partial_a = nullptr;  // [partial_capacity * D] running max (forward) or sum (backward)
   float* partial_b = nullptr;  // [partial_capacity * D] sum of exponentials (forward only)
+  // [partial_capacity * tiles]: first-pass units finished per (row, column tile) of the rows that finish
+  // locally (finishes_locally), indexed by the row's first partial. The launcher zeroes it.
+  int* arrivals = nullptr;
 };
 
 template <typename T, typename OffsetT>

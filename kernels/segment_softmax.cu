@@ -3,8 +3,11 @@
 // Same work list as the reductions (segment_reduce.cu), but a unit is small enough to stay in registers: the
 // warp loads its unit once, computes the unit's statistic (max and sum of exponentials forward; sum of dy * y,
 // or of dy, backward) and, when the row is a single unit, writes the result from registers: one read and one
-// write of the data. A row of several units stores per-unit statistics, the combine kernel merges them in
-// unit order, and a second pass re-reads the row to write it.
+// write of the data. A row of several chunks stores per-chunk statistics. Up to kLocalFinishChunks chunks
+// (segment_geometry.h), the warp that completes the last chunk of a (row, column tile) merges them in chunk order
+// and re-reads the chunks to write them while they are still in L2 (an arrival counter per row and tile, as in
+// CUDA's threadfence reduction; the counter only picks the warp, the merge order is fixed). Longer rows: the
+// combine kernel merges, and a second-pass kernel re-reads the row to write it.
 #include <cmath>
 
 #include "launch.cuh"
@@ -44,10 +47,15 @@ struct BackwardStat {
   __device__ BackwardStat shfl(int src) const { return BackwardStat{__shfl_sync(0xffffffffu, sum, src)}; }
 };
 
+// kMinBlocksPerSm: the first-pass kernel's register cap (0: none). Without one, ptxas gives the backward kernel
+// (two register tiles, y and dy) about 150 registers, one 256-thread block per SM; 2 blocks cap it at 128 with
+// at most 8 bytes of spills (sm_90). The forward kernel lands at <= 128 on its own (<= 20 bytes of spills),
+// while asking it for 2 blocks spills 68 bytes. Either way 16 warps per SM, each with 4 KB of loads in flight.
 struct SoftmaxForward {
   using Stat = ForwardStat;
   static constexpr bool kBackward = false;
   static constexpr int kFloatsPerLane = kSoftmaxFloatsPerLane;
+  static constexpr int kMinBlocksPerSm = 0;
 
   // Two passes over a lane's items in registers: max, then the sum of exponentials.
   template <int N, int V>
@@ -72,7 +80,9 @@ struct SoftmaxForward {
     a[at] = st.m;
     b[at] = st.s;
   }
-  __device__ static Stat load(const float* a, const float* b, std::int64_t at) { return Stat{a[at], b[at]}; }
+  __device__ static Stat load(const float* a, const float* b, std::int64_t at) {
+    return Stat{__ldcg(a + at), __ldcg(b + at)};
+  }
 };
 
 // x holds y (the forward output), dy the incoming gradient.
@@ -80,6 +90,7 @@ struct SoftmaxBackward {
   using Stat = BackwardStat;
   static constexpr bool kBackward = true;
   static constexpr int kFloatsPerLane = kSoftmaxBackwardFloatsPerLane;
+  static constexpr int kMinBlocksPerSm = 2;
 
   template <int N, int V>
   __device__ static Stat stat(const float (&y)[N][V], const float (&dy)[N][V], const bool (&valid)[N], int v,
@@ -95,7 +106,7 @@ struct SoftmaxBackward {
     return log ? dy - expf(y) * st.sum : y * (dy - st.sum);
   }
   __device__ static void store(const Stat& st, float* a, float*, std::int64_t at) { a[at] = st.sum; }
-  __device__ static Stat load(const float* a, const float*, std::int64_t at) { return Stat{a[at]}; }
+  __device__ static Stat load(const float* a, const float*, std::int64_t at) { return Stat{__ldcg(a + at)}; }
 };
 
 // Uniform calls over the two ops (the forward stat ignores `log`).
@@ -135,22 +146,32 @@ __device__ void normalize_tiny_rows(const SegmentSoftmaxArgs<T, OffsetT>& a, std
   }
 }
 
-// One unit. First pass: statistic, and the output too when the row is this single unit. Second pass
-// (rows of several units): the output from the row's merged statistic.
+enum class Pass {
+  kFirst,        // statistic; the output too when the row is one chunk
+  kSecond,       // the second-pass kernel: output of the rows that do not finish locally
+  kLocalSecond,  // output of a row that finishes locally, by the warp that completed its last chunk
+};
+
+// Unit `local` of row b. First pass: statistic, and the output too when the row is this single unit; returns
+// true (warp-uniform) when this warp completed the last first-pass unit of a locally finished (row, tile).
+// Second passes: the output from the row's merged statistic, read from the row's first partial slot.
 template <typename Op, typename T, typename OffsetT, int V>
-__device__ void normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t u, bool second_pass) {
+__device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t b, std::int64_t local,
+                               Pass pass) {
   constexpr int N = Op::kFloatsPerLane / V;
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   const std::int64_t D = g.inner;
-  const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::units);
-  const std::int64_t local = u - L.plan[b].units;
-  const std::int64_t chunk = local / g.tiles;
-  const LaneSlot slot = lane_slot(g, local % g.tiles);
+  const std::int64_t chunk = local / g.tiles, tile = local % g.tiles;
+  const LaneSlot slot = lane_slot(g, tile);
   std::int64_t begin = 0, length = 0;
   row_extent(L.offsets, b, L.nnz, begin, length);
-  const bool single = chunks_of(length, g) == 1;
-  if (second_pass && single) return;  // warp-uniform: the whole warp works on row b
+  const std::int64_t chunks = chunks_of(length, g);
+  const bool single = chunks == 1;
+  const bool local_finish = finishes_locally(chunks);
+  // All warp-uniform: the whole warp works on row b.
+  if (pass == Pass::kSecond && (single || local_finish)) return false;
+  const bool second_pass = pass != Pass::kFirst;
   const std::int64_t t0 = chunk * g.chunk_tokens;
   const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
   const std::int64_t first_partial = L.plan[b].partials;
@@ -171,7 +192,7 @@ __device__ void normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
 
   typename Op::Stat st[V];
   if (second_pass) {
-    if (first_partial >= L.partial_capacity) return;  // only with malformed offsets
+    if (first_partial >= L.partial_capacity) return false;  // only with malformed offsets
 #pragma unroll
     for (int v = 0; v < V; ++v)
       if (slot.active) st[v] = Op::load(a.partial_a, a.partial_b, first_partial * D + slot.vcol * V + v);
@@ -198,7 +219,16 @@ __device__ void normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
 #pragma unroll
         for (int v = 0; v < V; ++v) Op::store(st[v], a.partial_a, a.partial_b, partial * D + slot.vcol * V + v);
       }
-      return;
+      if (!local_finish || first_partial >= L.partial_capacity) return false;
+      // Publish this chunk's statistics, then count it; the warp that brings the count to `chunks` finishes.
+      __threadfence();
+      __syncwarp();
+      int arrived = 0;
+      if (lane_id() == 0) arrived = atomicAdd(a.arrivals + first_partial * g.tiles + tile, 1);
+      arrived = __shfl_sync(0xffffffffu, arrived, 0);
+      if (arrived != chunks - 1) return false;
+      __threadfence();  // the other chunks' statistics are visible past this point
+      return true;
     }
   }
 #pragma unroll
@@ -210,16 +240,68 @@ __device__ void normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
     for (int v = 0; v < V; ++v) y[v] = Op::apply(st[v], x[i][v], Op::kBackward ? dy[i][v] : 0.0f, a.log);
     store_floats<T, V>(a.out + lane_offset + t * D, y);
   }
+  return false;
+}
+
+// After the last first-pass unit of (row b, column tile): merges the chunk statistics of the tile's columns in
+// chunk order into the row's first partial slot. The caller then writes every chunk of the tile from it; those
+// chunks were read moments ago by the warps that computed their statistics, so the re-read hits L2.
+template <typename Op, typename T, typename OffsetT, int V>
+__device__ void merge_locally(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t b, std::int64_t tile,
+                              std::int64_t chunks) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t D = g.inner;
+  const std::int64_t first = L.plan[b].partials;  // < partial_capacity: normalize_unit checked it
+  const std::int64_t col0 = g.narrow ? 0 : tile * kWarpSize * V;
+  const std::int64_t col1 = g.narrow ? D : min(D, col0 + kWarpSize * V);
+  for (std::int64_t col = col0 + lane_id(); col < col1; col += kWarpSize) {
+    typename Op::Stat acc;
+    for (std::int64_t k = 0; k < chunks && first + k < L.partial_capacity; ++k)
+      acc.merge(Op::load(a.partial_a, a.partial_b, (first + k) * D + col));
+    Op::store(acc, a.partial_a, a.partial_b, first * D + col);
+  }
+  __syncwarp();  // the merged statistics are visible to every lane of the warp
 }
 
 template <typename Op, typename T, typename OffsetT, int V>
-__global__ void __launch_bounds__(kThreads) segment_softmax_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+__global__ void __launch_bounds__(kThreads, Op::kMinBlocksPerSm) segment_softmax_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const std::int64_t groups = L.geometry.tiny_tokens > 0 ? (L.batch + kWarpSize - 1) / kWarpSize : 0;
   const std::int64_t total = groups + L.plan[L.batch].units;
-  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
-    if (u < groups) normalize_tiny_rows<Op>(a, u);
-    else normalize_unit<Op, T, OffsetT, V>(a, u - groups, false);
+  const std::int64_t tiles = L.geometry.tiles;
+  // A warp that completes a locally finished (row, tile) writes its chunks before taking the next unit. One
+  // normalize_unit call site for both passes keeps the kernel at one inlined copy of it (registers).
+  std::int64_t finish_row = -1, finish_tile = 0, finish_chunk = 0, finish_chunks = 0;
+  std::int64_t u = global_warp();
+  while (true) {
+    std::int64_t b = 0, local = 0;
+    Pass pass = Pass::kFirst;
+    if (finish_row >= 0) {
+      b = finish_row;
+      local = finish_chunk * tiles + finish_tile;
+      pass = Pass::kLocalSecond;
+      if (++finish_chunk == finish_chunks) finish_row = -1;
+    } else {
+      if (u >= total) break;
+      const std::int64_t current = u;
+      u += total_warps();
+      if (current < groups) {
+        normalize_tiny_rows<Op>(a, current);
+        continue;
+      }
+      const std::int64_t unit = current - groups;
+      b = find_row(L.plan, L.batch, unit, &RowWork::units);
+      local = unit - L.plan[b].units;
+    }
+    if (!normalize_unit<Op, T, OffsetT, V>(a, b, local, pass)) continue;
+    std::int64_t begin = 0, length = 0;
+    row_extent(L.offsets, b, L.nnz, begin, length);
+    finish_row = b;
+    finish_tile = local % tiles;
+    finish_chunk = 0;
+    finish_chunks = chunks_of(length, L.geometry);
+    merge_locally<Op, T, OffsetT, V>(a, b, finish_tile, finish_chunks);
   }
 }
 
@@ -227,7 +309,10 @@ template <typename Op, typename T, typename OffsetT, int V>
 __global__ void __launch_bounds__(kThreads) segment_softmax_second_pass_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const std::int64_t total = L.plan[L.batch].units;
-  for (std::int64_t u = global_warp(); u < total; u += total_warps()) normalize_unit<Op, T, OffsetT, V>(a, u, true);
+  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
+    const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::units);
+    normalize_unit<Op, T, OffsetT, V>(a, b, u - L.plan[b].units, Pass::kSecond);
+  }
 }
 
 // Merges the per-unit statistics of each multi-unit row in unit order and leaves the result in the row's first
@@ -237,13 +322,17 @@ __global__ void __launch_bounds__(kThreads) segment_softmax_combine_kernel(const
   using Stat = typename Op::Stat;
   const SegmentLayout<OffsetT>& L = a.layout;
   const std::int64_t total = L.plan[L.batch].combine_units;
-  for (std::int64_t u = global_warp(); u < total; u += total_warps())
+  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
+    std::int64_t begin = 0, length = 0;
+    row_extent(L.offsets, find_row(L.plan, L.batch, u, &RowWork::combine_units), L.nnz, begin, length);
+    if (finishes_locally(chunks_of(length, L.geometry))) continue;  // merged by the first-pass kernel
     combine_unit<Stat>(
         L, u, [&](std::int64_t at) { return Op::load(a.partial_a, a.partial_b, at); },
         [&](std::int64_t b, std::int64_t col, const Stat& st, std::int64_t) {
           const std::int64_t first = L.plan[b].partials;
           if (first < L.partial_capacity) Op::store(st, a.partial_a, a.partial_b, first * L.geometry.inner + col);
         });
+  }
 }
 
 template <typename Op, typename T, typename OffsetT, int V>
@@ -257,6 +346,11 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stre
   unsigned blocks = 0;
   Status s = grid_size(groups + units, kWarpsPerBlock, kBlocksPerSm, blocks);
   if (s != Status::kSuccess) return s;
+  const std::size_t arrival_bytes = static_cast<std::size_t>(L.partial_capacity * g.tiles) * sizeof(int);
+  if (arrival_bytes > 0 &&
+      (s = from_cuda(cudaMemsetAsync(a.arrivals, 0, arrival_bytes, stream), "cudaMemsetAsync(arrivals)")) !=
+          Status::kSuccess)
+    return s;
   segment_softmax_kernel<Op, T, OffsetT, V><<<blocks, kThreads, 0, stream>>>(a);
   if ((s = check_launch("segment_softmax_kernel")) != Status::kSuccess) return s;
   const std::int64_t combine_units = (L.nnz / g.chunk_tokens + 1) * g.combine_tiles;

@@ -47,7 +47,13 @@ struct SegmentScratch {
   float* partial_a = nullptr;
   void* partial_b = nullptr;
   std::int64_t capacity = 0;
+  int* arrivals = nullptr;  // softmax only: [capacity * tiles]
 };
+
+// Softmax's per-(row, column tile) arrival counters (SegmentSoftmaxArgs::arrivals), after the partials.
+void carve_arrivals(detail::WorkspaceLayout& layout, const SegmentGeometry& g, SegmentScratch& scratch) {
+  scratch.arrivals = layout.take_array<int>(scratch.capacity * g.tiles);
+}
 
 template <typename OffsetT>
 Status carve_scratch(detail::WorkspaceLayout& layout, const OffsetT* offsets, std::int64_t batch, std::int64_t nnz,
@@ -177,6 +183,7 @@ Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, RaggedVi
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
   RAGGED_RETURN_IF_ERROR(carve_scratch(layout, src.offsets, src.batch, src.nnz, g, sizeof(float), scratch));
+  carve_arrivals(layout, g, scratch);
   detail::SegmentSoftmaxArgs<T, OffsetT> args;
   RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, src.offsets, src.batch, src.nnz, g,
                                  "segment_softmax", stream, args.layout));
@@ -187,6 +194,7 @@ Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, RaggedVi
   args.out = d_out;
   args.partial_a = scratch.partial_a;
   args.partial_b = static_cast<float*>(scratch.partial_b);
+  args.arrivals = scratch.arrivals;
   return detail::launch_segment_softmax(args, stream);
 }
 
@@ -202,6 +210,7 @@ Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes,
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
   RAGGED_RETURN_IF_ERROR(carve_scratch(layout, shape.offsets, shape.batch, shape.nnz, g, 0, scratch));
+  carve_arrivals(layout, g, scratch);
   detail::SegmentSoftmaxArgs<T, OffsetT> args;
   RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, shape.offsets, shape.batch, shape.nnz,
                                  g, "segment_softmax_backward", stream, args.layout));
@@ -212,6 +221,7 @@ Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes,
   args.dy = d_grad_out;
   args.out = d_grad_in;
   args.partial_a = scratch.partial_a;
+  args.arrivals = scratch.arrivals;
   return detail::launch_segment_softmax(args, stream);
 }
 

@@ -125,6 +125,24 @@ TEMPLATE_TEST_CASE("segment_softmax on the device matches the CPU reference", "[
   }
 }
 
+TEMPLATE_TEST_CASE("segment_softmax rows on both sides of the local-finish limit", "[segment][gpu]", F32_I32,
+                   BF16_I64) {
+  // Rows of 2 .. kLocalFinishChunks chunks are finished by the warp that completes their last chunk; longer ones
+  // by the combine and second-pass kernels (segment_softmax.cu). Chunks hold 1024 tokens at D = 1 and 16 at
+  // D = 64 forward (half that backward), so these lengths straddle both limits, with a one-chunk row and
+  // an empty one in between, in one batch.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(506);
+  for (std::int64_t inner : {1, 64}) {
+    const std::int64_t chunk = inner == 1 ? 1024 : 16;
+    const std::vector<std::int64_t> lengths = {chunk + 1,       chunk * 16 - 1, 0,          chunk * 32, chunk * 32 + 1,
+                                               chunk * 64 + 5, chunk / 2,      chunk * 33, 2 * chunk};
+    INFO("inner " << inner);
+    check_softmax(test::random_ragged<T, OffsetT>(lengths, inner, rng, kSpareRows), rng);
+  }
+}
+
 TEMPLATE_TEST_CASE("segment_softmax on the device: NaN and masked (-inf) inputs", "[segment][gpu]", F32_I32,
                    F16_I64, BF16_I32) {
   using T = typename TestType::Value;
