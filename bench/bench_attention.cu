@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench/attention_cases.h"
+#include "bench/common/device_data.h"
 #include "bench/common/gpu_timer.h"
 #include "bench/common/suite.h"
 #include "bench/common/traffic.h"
@@ -35,24 +36,6 @@ namespace bench {
 namespace {
 
 using Bf16 = __nv_bfloat16;
-
-// Random values in [-1, 1): the speed must not come from easy data.
-__global__ void fill_random_bf16_kernel(Bf16* data, std::int64_t count, std::uint32_t seed) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    data[i] = __float2bfloat16(static_cast<float>(h & 0xffffff) / 8388608.0f - 1.0f);
-  }
-}
-
-void fill_random(DeviceBuffer<Bf16>& buffer, std::uint32_t seed, cudaStream_t stream) {
-  if (buffer.empty()) return;
-  fill_random_bf16_kernel<<<1024, 256, 0, stream>>>(buffer.data(), static_cast<std::int64_t>(buffer.size()), seed);
-  cuda_check(cudaGetLastError(), "fill_random_bf16_kernel");
-}
 
 void set_counters(benchmark::State& state, const AttentionCase& c, double peak_bytes) {
   const double io_bytes = 4.0 * static_cast<double>(c.tokens) * c.heads * c.head_dim * sizeof(Bf16);
@@ -77,9 +60,9 @@ void bench_fused(benchmark::State& state, const AttentionCase& c, bool padded_la
     const std::int64_t rows = padded_layout ? c.batch * c.max_len : c.tokens;
     const std::size_t elems = static_cast<std::size_t>(rows * c.heads * c.head_dim);
     DeviceBuffer<Bf16> q(elems, stream), k(elems, stream), v(elems, stream), o(elems, stream);
-    fill_random(q, 1u, stream);
-    fill_random(k, 2u, stream);
-    fill_random(v, 3u, stream);
+    fill_uniform(q, 1.0f, 1u, stream);
+    fill_uniform(k, 1.0f, 2u, stream);
+    fill_uniform(v, 1.0f, 3u, stream);
     std::vector<std::int32_t> lengths32(c.lengths.begin(), c.lengths.end());
     DeviceBuffer<std::int32_t> index(padded_layout ? lengths32 : offsets_of(c.lengths), stream);
     AttentionArgs<Bf16, std::int32_t> a;
@@ -137,15 +120,6 @@ Status from_cublas(cublasStatus_t status, const char* what) {
   return fail(Status::kCudaError, std::string(what) + " failed with cuBLAS status " + std::to_string(status));
 }
 
-struct CublasHandle {
-  cublasHandle_t handle = nullptr;
-  CublasHandle() {
-    if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) throw Error(Status::kCudaError, "cublasCreate failed");
-  }
-  ~CublasHandle() { cublasDestroy(handle); }
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-};
 
 void bench_cublas(benchmark::State& state, const AttentionCase& c) {
   run_guarded(state, [&] {
@@ -154,9 +128,9 @@ void bench_cublas(benchmark::State& state, const AttentionCase& c) {
     const std::size_t elems = static_cast<std::size_t>(B * L * H * D);
     DeviceBuffer<Bf16> q(elems, stream), k(elems, stream), v(elems, stream), o(elems, stream);
     DeviceBuffer<Bf16> scores(static_cast<std::size_t>(B * H * L * L), stream);
-    fill_random(q, 1u, stream);
-    fill_random(k, 2u, stream);
-    fill_random(v, 3u, stream);
+    fill_uniform(q, 1.0f, 1u, stream);
+    fill_uniform(k, 1.0f, 2u, stream);
+    fill_uniform(v, 1.0f, 3u, stream);
     DeviceBuffer<std::int32_t> lengths(std::vector<std::int32_t>(c.lengths.begin(), c.lengths.end()), stream);
     // Per-(b, h) matrix pointers for the batched GEMMs, built once outside the timed loop.
     std::vector<const void*> q_ptr, k_ptr, v_ptr;
@@ -179,12 +153,12 @@ void bench_cublas(benchmark::State& state, const AttentionCase& c) {
     const int batch_count = static_cast<int>(B * H);
     const int l = static_cast<int>(L), d = static_cast<int>(D), ld_qkv = static_cast<int>(H * D);
     time_on_gpu(state, [&](cudaStream_t st) {
-      Status status = from_cublas(cublasSetStream(cublas.handle, st), "cublasSetStream");
+      Status status = from_cublas(cublasSetStream(cublas.get(), st), "cublasSetStream");
       if (status != Status::kSuccess) return status;
       // Row-major S [L_q x L_k] = Q K^T is column-major S^T = K Q^T: A = K (stored as col-major K^T, so op T),
       // B = Q (col-major Q^T, op N), m = n = L, k = D.
       status = from_cublas(
-          cublasGemmBatchedEx(cublas.handle, CUBLAS_OP_T, CUBLAS_OP_N, l, l, d, &scale, d_k.data(), CUDA_R_16BF,
+          cublasGemmBatchedEx(cublas.get(), CUBLAS_OP_T, CUBLAS_OP_N, l, l, d, &scale, d_k.data(), CUDA_R_16BF,
                               ld_qkv, d_q.data(), CUDA_R_16BF, ld_qkv, &zero, d_s.data(), CUDA_R_16BF, l, batch_count,
                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmBatchedEx(Q K^T)");
@@ -194,7 +168,7 @@ void bench_cublas(benchmark::State& state, const AttentionCase& c) {
       if (status != Status::kSuccess) return status;
       // Row-major O [L_q x D] = P V is column-major O^T = V^T P^T: A = V (col-major V^T, op N), B = P (col-major
       // P^T, op N), m = D, n = L_q, k = L_k.
-      return from_cublas(cublasGemmBatchedEx(cublas.handle, CUBLAS_OP_N, CUBLAS_OP_N, d, l, l, &one, d_v.data(),
+      return from_cublas(cublasGemmBatchedEx(cublas.get(), CUBLAS_OP_N, CUBLAS_OP_N, d, l, l, &one, d_v.data(),
                                              CUDA_R_16BF, ld_qkv, d_s_in.data(), CUDA_R_16BF, l, &zero, d_o.data(),
                                              CUDA_R_16BF, ld_qkv, batch_count, CUBLAS_COMPUTE_32F,
                                              CUBLAS_GEMM_DEFAULT),
@@ -208,26 +182,17 @@ void register_attention_gpu() {
   for (const AttentionCase& c : attention_cases(full_run())) {
     const auto shared = std::make_shared<const AttentionCase>(c);
     const std::string tail = "/" + c.name();
-    benchmark::RegisterBenchmark(("attention/ragged" + tail).c_str(),
-                                 [shared](benchmark::State& st) { bench_fused(st, *shared, false); })
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
-    benchmark::RegisterBenchmark(("attention/padded" + tail).c_str(),
-                                 [shared](benchmark::State& st) { bench_fused(st, *shared, true); })
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
+    register_gpu_benchmark("attention/ragged" + tail,
+                           [shared](benchmark::State& st) { bench_fused(st, *shared, false); });
+    register_gpu_benchmark("attention/padded" + tail,
+                           [shared](benchmark::State& st) { bench_fused(st, *shared, true); });
     for (int tile : {64, 128})
-      benchmark::RegisterBenchmark(("attention/ragged" + tail + "/tile:" + std::to_string(tile)).c_str(),
-                                   [shared, tile](benchmark::State& st) { bench_fused(st, *shared, false, tile); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      register_gpu_benchmark("attention/ragged" + tail + "/tile:" + std::to_string(tile),
+                             [shared, tile](benchmark::State& st) { bench_fused(st, *shared, false, tile); });
     // The baseline has no causal variant here (users would add a second mask); its scores take
     // batch * heads * max_len^2 * 2 bytes (8 GiB at max_len 4096).
     if (!c.causal)
-      benchmark::RegisterBenchmark(("attention/cublas" + tail).c_str(),
-                                   [shared](benchmark::State& st) { bench_cublas(st, *shared); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      register_gpu_benchmark("attention/cublas" + tail, [shared](benchmark::State& st) { bench_cublas(st, *shared); });
   }
 }
 

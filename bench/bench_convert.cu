@@ -95,18 +95,11 @@ void register_convert_gpu() {
     const auto shared = std::make_shared<const RaggedCase>(c);
     for (const Direction direction : {Direction::kRaggedToPadded, Direction::kPaddedToRagged}) {
       const std::string op = op_name(direction);
-      benchmark::RegisterBenchmark((op + "/ragged/" + c.name()).c_str(),
-                                   [shared, direction](benchmark::State& state) {
-                                     bench_conversion(state, *shared, direction);
-                                   })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark((op + "/copy/" + c.name()).c_str(),
-                                   [shared, direction](benchmark::State& state) {
-                                     bench_copy(state, *shared, direction);
-                                   })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      register_gpu_benchmark(op + "/ragged/" + c.name(), [shared, direction](benchmark::State& state) {
+        bench_conversion(state, *shared, direction);
+      });
+      register_gpu_benchmark(op + "/copy/" + c.name(),
+                             [shared, direction](benchmark::State& state) { bench_copy(state, *shared, direction); });
     }
   }
 }

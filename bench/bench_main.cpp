@@ -6,12 +6,17 @@
 //   RAGGED_BENCH_FULL=1 ragged_bench               every distribution x inner size x size class
 //   RAGGED_LENGTHS_FILE=lengths.txt ragged_bench   adds cases drawn from a file of lengths (one per line)
 //   ragged_bench --benchmark_filter=_cpu           the CPU suites only
+//   RAGGED_BENCH_SUITES=segment_gpu,planner ragged_bench
+//                                                  the named suites only (scripts/gpu-check.sh runs one at a time)
+//   ragged_bench --benchmark_list_tests            every benchmark's name, the GPU suites' too, GPU or not
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -43,6 +48,46 @@ bool has_flag(int argc, char** argv, const char* prefix) {
   return false;
 }
 
+// --benchmark_list_tests (or =true): listing runs nothing, so every suite may register, GPU or not.
+bool listing_only(int argc, char** argv) {
+  const char* flag = "--benchmark_list_tests";
+  const std::size_t n = std::strlen(flag);
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], flag) == 0) return true;
+    if (std::strncmp(argv[i], flag, n) == 0 && argv[i][n] == '=')
+      return std::strcmp(argv[i] + n + 1, "false") != 0 && std::strcmp(argv[i] + n + 1, "0") != 0;
+  }
+  return false;
+}
+
+// The suites named in RAGGED_BENCH_SUITES (comma-separated), or all of them; an unknown name is an error that
+// lists the known ones.
+std::vector<const ragged::bench::Suite*> selected_suites() {
+  std::vector<const ragged::bench::Suite*> all;
+  for (const ragged::bench::Suite& suite : ragged::bench::suites()) all.push_back(&suite);
+  const char* env = std::getenv("RAGGED_BENCH_SUITES");
+  if (env == nullptr || *env == '\0') return all;
+  std::vector<const ragged::bench::Suite*> chosen;
+  const std::string list = env;
+  for (std::size_t begin = 0; begin <= list.size();) {
+    std::size_t end = list.find(',', begin);
+    if (end == std::string::npos) end = list.size();
+    const std::string name = list.substr(begin, end - begin);
+    begin = end + 1;
+    if (name.empty()) continue;
+    const ragged::bench::Suite* found = nullptr;
+    for (const ragged::bench::Suite* suite : all)
+      if (name == suite->name) found = suite;
+    if (found == nullptr) {
+      std::string known;
+      for (const ragged::bench::Suite* suite : all) known += std::string(known.empty() ? "" : ", ") + suite->name;
+      throw std::runtime_error("RAGGED_BENCH_SUITES names an unknown suite '" + name + "' (known: " + known + ")");
+    }
+    chosen.push_back(found);
+  }
+  return chosen;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -55,17 +100,19 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 1;
 
   try {
+    const bool listing = listing_only(argc, argv);
+    const std::vector<const ragged::bench::Suite*> chosen = selected_suites();
     std::string reason;
-    const bool gpu = ragged::bench::cuda_device_available(&reason);
+    const bool gpu = !listing && ragged::bench::cuda_device_available(&reason);
     if (gpu) {
       describe_device();
-    } else {
+    } else if (!listing) {
       std::printf("No CUDA device found: GPU benchmarks skipped (%s)\n", reason.c_str());
       benchmark::AddCustomContext("gpu", "none");
     }
     std::fflush(stdout);
-    for (const ragged::bench::Suite& suite : ragged::bench::suites())
-      if (suite.needs == ragged::bench::Needs::kCpu || gpu) suite.register_benchmarks();
+    for (const ragged::bench::Suite* suite : chosen)
+      if (suite->needs == ragged::bench::Needs::kCpu || gpu || listing) suite->register_benchmarks();
   } catch (const std::exception& error) {
     std::fprintf(stderr, "ragged_bench: %s\n", error.what());
     return 1;

@@ -1,4 +1,4 @@
-// GPU benchmarks of the packed LSTM forward (issue 4): one unidirectional layer, input size = hidden size,
+// GPU benchmarks of the packed LSTM and GRU forward (issue 4): one unidirectional layer, input size = hidden size,
 // batches of 16 and 64 sequences with mean length 128 drawn from the shared length distributions (clamped to
 // 4 x the mean), hidden 256 / 1024 (full run: also 512, float as well as bfloat16, every distribution).
 //
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench/common/distributions.h"
+#include "bench/common/device_data.h"
 #include "bench/common/gpu_timer.h"
 #include "bench/common/suite.h"
 #include "bench/common/traffic.h"
@@ -33,6 +34,7 @@ namespace {
 enum class RnnImpl { kRagged, kPadded };
 
 struct RnnCase {
+  RnnMode mode;
   LengthDistribution distribution;
   std::int64_t batch, hidden, mean;
   bool bf16;
@@ -40,15 +42,15 @@ struct RnnCase {
   std::int64_t tokens = 0, max_len = 0;
 
   std::string name(const char* impl) const {
-    return std::string("rnn_lstm/") + impl + "/" + distribution_name(distribution) + "/dtype:" +
-           (bf16 ? "bf16" : "f32") + "/batch:" + std::to_string(batch) + "/hidden:" + std::to_string(hidden) +
-           "/mean:" + std::to_string(mean);
+    return std::string(mode == RnnMode::kLstm ? "rnn_lstm/" : "rnn_gru/") + impl + "/" +
+           distribution_name(distribution) + "/dtype:" + (bf16 ? "bf16" : "f32") + "/batch:" + std::to_string(batch) +
+           "/hidden:" + std::to_string(hidden) + "/mean:" + std::to_string(mean);
   }
 };
 
-RnnCase make_case(LengthDistribution distribution, std::int64_t batch, std::int64_t hidden, std::int64_t mean,
-                  bool bf16) {
-  RnnCase c{distribution, batch, hidden, mean, bf16, {}, 0, 0};
+RnnCase make_case(RnnMode mode, LengthDistribution distribution, std::int64_t batch, std::int64_t hidden,
+                  std::int64_t mean, bool bf16) {
+  RnnCase c{mode, distribution, batch, hidden, mean, bf16, {}, 0, 0};
   LengthSpec spec;
   spec.distribution = distribution;
   spec.batch = batch;
@@ -63,47 +65,16 @@ RnnCase make_case(LengthDistribution distribution, std::int64_t batch, std::int6
   return c;
 }
 
-// Uniform values in [-scale, scale), hashed from the index: the recurrence must not run on easy data.
-template <typename T>
-__global__ void fill_uniform_kernel(T* data, std::int64_t count, float scale, std::uint32_t seed) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    const float v = (static_cast<float>(h & 0xffffff) / 8388608.0f - 1.0f) * scale;
-    if constexpr (std::is_same<T, float>::value) data[i] = v;
-    else data[i] = __float2bfloat16_rn(v);
-  }
-}
-
-template <typename T>
-void fill_uniform(DeviceBuffer<T>& buffer, float scale, std::uint32_t seed, cudaStream_t stream) {
-  if (buffer.empty()) return;
-  fill_uniform_kernel<T><<<1024, 256, 0, stream>>>(buffer.data(), static_cast<std::int64_t>(buffer.size()), scale,
-                                                   seed);
-  cuda_check(cudaGetLastError(), "fill_uniform_kernel");
-}
-
-struct CublasHandle {
-  cublasHandle_t handle = nullptr;
-  CublasHandle() {
-    if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) throw Error(Status::kCudaError, "cublasCreate failed");
-  }
-  ~CublasHandle() { cublasDestroy(handle); }
-};
-
 template <typename T>
 void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl) {
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
     CublasHandle cublas;
     RnnDesc desc;
-    desc.mode = RnnMode::kLstm;
+    desc.mode = c.mode;
     desc.input_size = c.hidden;
     desc.hidden_size = c.hidden;
-    const std::int64_t H = c.hidden, G = 4;
+    const std::int64_t H = c.hidden, G = rnn_gate_count(c.mode);
     // PyTorch's initialisation range.
     const float scale = 1.0f / std::sqrt(static_cast<float>(H));
     DeviceBuffer<T> w_ih(static_cast<std::size_t>(G * H * H), stream), w_hh(static_cast<std::size_t>(G * H * H), stream);
@@ -121,7 +92,9 @@ void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl) {
     const std::int64_t rows = offsets.back();
     DeviceBuffer<std::int32_t> d_offsets(offsets, stream);
     DeviceBuffer<T> input(static_cast<std::size_t>(rows * H), stream), output(static_cast<std::size_t>(rows * H), stream);
-    DeviceBuffer<T> hn(static_cast<std::size_t>(c.batch * H), stream), cn(static_cast<std::size_t>(c.batch * H), stream);
+    const bool lstm = c.mode == RnnMode::kLstm;
+    DeviceBuffer<T> hn(static_cast<std::size_t>(c.batch * H), stream);
+    DeviceBuffer<T> cn(static_cast<std::size_t>(lstm ? c.batch * H : 0), stream);
     fill_uniform(input, 1.0f, 5u, stream);
 
     RnnArgs<T, std::int32_t> args;
@@ -131,8 +104,8 @@ void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl) {
     args.max_steps = c.max_len;
     args.output = output.data();
     args.hn = hn.data();
-    args.cn = cn.data();
-    args.cublas = cublas.handle;
+    args.cn = lstm ? cn.data() : nullptr;
+    args.cublas = cublas.get();
     std::size_t ws_bytes = 0;
     if (!ok_or_skip(state, rnn_forward(nullptr, ws_bytes, args, stream), "workspace query")) return;
     DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
@@ -160,10 +133,12 @@ std::vector<RnnCase> rnn_cases() {
   const std::vector<std::int64_t> hiddens = full ? std::vector<std::int64_t>{256, 512, 1024}
                                                  : std::vector<std::int64_t>{256, 1024};
   std::vector<RnnCase> cases;
-  for (const bool bf16 : full ? std::vector<bool>{true, false} : std::vector<bool>{true})
-    for (const LengthDistribution distribution : distributions)
-      for (const std::int64_t batch : {16, 64})
-        for (const std::int64_t hidden : hiddens) cases.push_back(make_case(distribution, batch, hidden, 128, bf16));
+  for (const RnnMode mode : {RnnMode::kLstm, RnnMode::kGru})
+    for (const bool bf16 : full ? std::vector<bool>{true, false} : std::vector<bool>{true})
+      for (const LengthDistribution distribution : distributions)
+        for (const std::int64_t batch : {16, 64})
+          for (const std::int64_t hidden : hiddens)
+            cases.push_back(make_case(mode, distribution, batch, hidden, 128, bf16));
   return cases;
 }
 
@@ -172,13 +147,10 @@ void register_rnn_gpu() {
     const auto shared = std::make_shared<const RnnCase>(c);
     for (const RnnImpl impl : {RnnImpl::kRagged, RnnImpl::kPadded}) {
       const char* impl_name = impl == RnnImpl::kRagged ? "ragged" : "padded";
-      benchmark::RegisterBenchmark(c.name(impl_name).c_str(),
-                                   [shared, impl](benchmark::State& st) {
-                                     if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl);
-                                     else bench_rnn<float>(st, *shared, impl);
-                                   })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      register_gpu_benchmark(c.name(impl_name), [shared, impl](benchmark::State& st) {
+        if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl);
+        else bench_rnn<float>(st, *shared, impl);
+      });
     }
   }
 }

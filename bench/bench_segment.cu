@@ -5,17 +5,21 @@
 // Implementations (the names pair up across impl):
 //   ragged  ragged::segment_reduce / segment_softmax on the ragged tensor
 //   cub     cub::DeviceSegmentedReduce::Sum / Max over the same offsets (D = 1 only: CUB has no strided form)
-//   padded  what a padded pipeline does: ragged_to_padded with the op's identity as pad value, then a dense
-//           reduction (or softmax) over the padded length axis; peak_bytes includes the padded tensor
+//   padded  what a padded pipeline does: ragged_to_padded with the op's identity as pad value, then the same
+//           op over the padded rows (ragged's kernels on rows all max_len long); peak_bytes includes the
+//           padded tensor
 // Bytes per iteration (the floor): values read + offsets read + outputs written (softmax: values read once and
 // written once). copy_frac divides the achieved rate by a device-to-device copy's rate measured in this run.
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda_runtime.h>
 
-#include <cfloat>
+#include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "bench/common/device_data.h"
 #include "bench/common/gpu_timer.h"
 #include "bench/common/ragged_case.h"
 #include "bench/common/suite.h"
@@ -41,52 +45,6 @@ const char* seg_op_name(SegOp op) {
   return "?";
 }
 
-// Padded baseline: one block per sequence; threads split into (column, phase) pairs, each phase walks the
-// padded length axis with a stride, then the phases of a column are summed through shared memory.
-template <bool kMax>
-__global__ void dense_reduce_kernel(const float* __restrict__ padded, std::int64_t max_len, std::int64_t inner,
-                                    float* __restrict__ out) {
-  extern __shared__ float partial[];
-  const std::int64_t b = blockIdx.x;
-  const int phases = inner >= blockDim.x ? 1 : static_cast<int>(blockDim.x / inner);
-  const int phase = static_cast<int>(threadIdx.x / (inner >= blockDim.x ? blockDim.x : inner));
-  for (std::int64_t col0 = 0; col0 < inner; col0 += (phases == 1 ? blockDim.x : inner)) {
-    const std::int64_t col = col0 + (phases == 1 ? threadIdx.x : threadIdx.x % inner);
-    float acc = kMax ? -FLT_MAX : 0.0f;
-    if (phase < phases && col < inner)
-      for (std::int64_t t = phase; t < max_len; t += phases) {
-        const float x = padded[(b * max_len + t) * inner + col];
-        acc = kMax ? fmaxf(acc, x) : acc + x;
-      }
-    partial[threadIdx.x] = acc;
-    __syncthreads();
-    if (phase == 0 && col < inner) {
-      for (int p = 1; p < phases; ++p) {
-        const float x = partial[threadIdx.x + p * inner];
-        acc = kMax ? fmaxf(acc, x) : acc + x;
-      }
-      out[b * inner + col] = acc;
-    }
-    __syncthreads();
-  }
-}
-
-// Padded softmax baseline along the length axis, in place: per (sequence, column) the classic three passes.
-__global__ void dense_softmax_kernel(float* __restrict__ padded, std::int64_t max_len, std::int64_t inner,
-                                     std::int64_t batch) {
-  const std::int64_t columns = batch * inner;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < columns;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t b = i / inner, col = i % inner;
-    float* base = padded + b * max_len * inner + col;
-    float m = -INFINITY;
-    for (std::int64_t t = 0; t < max_len; ++t) m = fmaxf(m, base[t * inner]);
-    float s = 0.0f;
-    for (std::int64_t t = 0; t < max_len; ++t) s += expf(base[t * inner] - m);
-    for (std::int64_t t = 0; t < max_len; ++t) base[t * inner] = expf(base[t * inner] - m) / s;
-  }
-}
-
 struct SegCase {
   RaggedCase shape;
   SegOp op;
@@ -107,24 +65,6 @@ void set_case_counters(benchmark::State& state, const RaggedCase& c) {
   state.counters["batch"] = static_cast<double>(c.batch);
 }
 
-// Random values in [-1, 1): the reductions' speed must not come from easy data.
-__global__ void fill_random_kernel(float* data, std::int64_t count, std::uint32_t seed) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    data[i] = static_cast<float>(h & 0xffffff) / 8388608.0f - 1.0f;
-  }
-}
-
-void fill_random(DeviceBuffer<float>& buffer, cudaStream_t stream) {
-  if (buffer.empty()) return;
-  fill_random_kernel<<<1024, 256, 0, stream>>>(buffer.data(), static_cast<std::int64_t>(buffer.size()), 12345u);
-  cuda_check(cudaGetLastError(), "fill_random_kernel");
-}
-
 void bench_ragged(benchmark::State& state, const SegCase& s) {
   run_guarded(state, [&] {
     const RaggedCase& c = s.shape;
@@ -133,7 +73,7 @@ void bench_ragged(benchmark::State& state, const SegCase& s) {
     DeviceBuffer<std::int32_t> offsets(c.offsets, stream);
     const bool softmax = s.op == SegOp::kSoftmax;
     DeviceBuffer<float> out(static_cast<std::size_t>((softmax ? c.tokens : c.batch) * c.inner), stream);
-    fill_random(values, stream);
+    fill_uniform(values, 1.0f, 12345u, stream);
     RaggedView<const float, std::int32_t> view{values.data(), offsets.data(), c.batch, c.tokens, c.inner};
     auto launch = [&](void* ws, std::size_t& bytes, cudaStream_t st) {
       if (softmax) return segment_softmax(ws, bytes, view, false, out.data(), st);
@@ -157,7 +97,7 @@ void bench_cub(benchmark::State& state, const SegCase& s) {
     DeviceBuffer<float> values(static_cast<std::size_t>(c.tokens), stream);
     DeviceBuffer<std::int32_t> offsets(c.offsets, stream);
     DeviceBuffer<float> out(static_cast<std::size_t>(c.batch), stream);
-    fill_random(values, stream);
+    fill_uniform(values, 1.0f, 12345u, stream);
     const int segments = static_cast<int>(c.batch);
     auto launch = [&](void* ws, std::size_t& bytes, cudaStream_t st) {
       const cudaError_t e =
@@ -178,41 +118,54 @@ void bench_cub(benchmark::State& state, const SegCase& s) {
   });
 }
 
+// What a padded pipeline does: ragged_to_padded with the op's identity as the pad value (-inf for max and
+// softmax, so padding never wins and gets probability 0), then the same op over the padded rows, each max_len
+// long, run by ragged's own kernels (the fastest reduction at hand): what separates it from `ragged` is the
+// padding alone. peak_bytes includes the padded tensor (and for softmax its padded output).
 void bench_padded(benchmark::State& state, const SegCase& s) {
   run_guarded(state, [&] {
     const RaggedCase& c = s.shape;
     cudaStream_t stream = GpuTimer::instance().stream();
+    const bool softmax = s.op == SegOp::kSoftmax;
+    if (c.padded_slots() > std::numeric_limits<std::int32_t>::max()) {
+      state.SkipWithError("padded rows exceed int32 offsets");
+      return;
+    }
+    std::vector<std::int32_t> row_starts(static_cast<std::size_t>(c.batch) + 1);
+    for (std::size_t b = 0; b < row_starts.size(); ++b)
+      row_starts[b] = static_cast<std::int32_t>(static_cast<std::int64_t>(b) * c.max_len);
     DeviceBuffer<float> values(static_cast<std::size_t>(c.tokens * c.inner), stream);
     DeviceBuffer<std::int32_t> offsets(c.offsets, stream);
+    DeviceBuffer<std::int32_t> padded_offsets(row_starts, stream);
     DeviceBuffer<float> padded(static_cast<std::size_t>(c.padded_slots() * c.inner), stream);
-    DeviceBuffer<float> out(static_cast<std::size_t>(c.batch * c.inner), stream);
-    fill_random(values, stream);
+    DeviceBuffer<float> out(static_cast<std::size_t>((softmax ? c.padded_slots() : c.batch) * c.inner), stream);
+    fill_uniform(values, 1.0f, 12345u, stream);
     RaggedView<const float, std::int32_t> view{values.data(), offsets.data(), c.batch, c.tokens, c.inner};
     PaddedView<float> padded_view{padded.data(), c.batch, c.max_len, c.inner};
+    RaggedView<const float, std::int32_t> padded_rows{padded.data(), padded_offsets.data(), c.batch,
+                                                      c.padded_slots(), c.inner};
     const float pad = s.op == SegOp::kSum ? 0.0f : -INFINITY;
-    std::size_t ws_bytes = 0;
-    if (!ok_or_skip(state, ragged_to_padded(nullptr, ws_bytes, view, padded_view, pad, Align::kLeft, Truncate::kRight,
-                                            stream),
-                    "workspace query"))
-      return;
+    auto convert = [&](void* ws, std::size_t& bytes, cudaStream_t st) {
+      return ragged_to_padded(ws, bytes, view, padded_view, pad, Align::kLeft, Truncate::kRight, st);
+    };
+    auto reduce = [&](void* ws, std::size_t& bytes, cudaStream_t st) {
+      if (softmax) return segment_softmax(ws, bytes, padded_rows, false, out.data(), st);
+      return segment_reduce(ws, bytes, padded_rows, s.op == SegOp::kSum ? ReduceOp::kSum : ReduceOp::kMax,
+                            out.data(), nullptr, 0.0f, st);
+    };
+    std::size_t convert_bytes = 0, reduce_bytes = 0;
+    if (!ok_or_skip(state, convert(nullptr, convert_bytes, stream), "ragged_to_padded workspace query")) return;
+    if (!ok_or_skip(state, reduce(nullptr, reduce_bytes, stream), "workspace query")) return;
+    const std::size_t ws_bytes = std::max(convert_bytes, reduce_bytes);
     DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
-    const int threads = 256;
     time_on_gpu(state, [&](cudaStream_t st) {
-      Status status = ragged_to_padded(ws.data(), ws_bytes, view, padded_view, pad, Align::kLeft, Truncate::kRight, st);
-      if (status != Status::kSuccess || c.batch == 0) return status;
-      if (s.op == SegOp::kSoftmax)
-        dense_softmax_kernel<<<1024, threads, 0, st>>>(padded.data(), c.max_len, c.inner, c.batch);
-      else if (s.op == SegOp::kSum)
-        dense_reduce_kernel<false><<<static_cast<unsigned>(c.batch), threads, threads * sizeof(float), st>>>(
-            padded.data(), c.max_len, c.inner, out.data());
-      else
-        dense_reduce_kernel<true><<<static_cast<unsigned>(c.batch), threads, threads * sizeof(float), st>>>(
-            padded.data(), c.max_len, c.inner, out.data());
-      return from_cuda(cudaGetLastError(), "dense kernel");
+      const Status status = convert(ws.data(), convert_bytes, st);
+      if (status != Status::kSuccess) return status;
+      return reduce(ws.data(), reduce_bytes, st);
     });
     set_gpu_traffic(state, floor_bytes(s),
-                    static_cast<double>(values.bytes() + offsets.bytes() + padded.bytes() +
-                                        (s.op == SegOp::kSoftmax ? 0 : out.bytes()) + ws_bytes));
+                    static_cast<double>(values.bytes() + offsets.bytes() + padded_offsets.bytes() + padded.bytes() +
+                                        out.bytes() + ws_bytes));
     set_case_counters(state, c);
   });
 }
@@ -247,21 +200,12 @@ std::string case_name(const SegCase& s, const char* impl) {
 void register_segment_gpu() {
   for (const SegCase& s : segment_cases()) {
     const auto shared = std::make_shared<const SegCase>(s);
-    benchmark::RegisterBenchmark(case_name(s, "ragged").c_str(),
-                                 [shared](benchmark::State& st) { bench_ragged(st, *shared); })
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
+    register_gpu_benchmark(case_name(s, "ragged"), [shared](benchmark::State& st) { bench_ragged(st, *shared); });
     if (s.shape.inner == 1 && s.op != SegOp::kSoftmax)
-      benchmark::RegisterBenchmark(case_name(s, "cub").c_str(),
-                                   [shared](benchmark::State& st) { bench_cub(st, *shared); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      register_gpu_benchmark(case_name(s, "cub"), [shared](benchmark::State& st) { bench_cub(st, *shared); });
     // The padded layout of the one-huge-row case is batch x the ragged one; skip it where that exceeds 4 GiB.
     if (static_cast<double>(s.shape.padded_slots() * s.shape.inner) * sizeof(float) < 4.0 * 1024 * kMiB)
-      benchmark::RegisterBenchmark(case_name(s, "padded").c_str(),
-                                   [shared](benchmark::State& st) { bench_padded(st, *shared); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      register_gpu_benchmark(case_name(s, "padded"), [shared](benchmark::State& st) { bench_padded(st, *shared); });
   }
 }
 

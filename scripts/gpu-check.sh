@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Full check on a GPU machine: configure + build, ctest, every GPU test under compute-sanitizer (memcheck,
-# racecheck, initcheck, synccheck), the device description, and the benchmarks. Run from the repository root:
+# Full check on a GPU machine, in this order: the device description, configure + build, ctest, the benchmarks
+# (one run per suite), the PyTorch comparisons, then every GPU test under compute-sanitizer (memcheck,
+# racecheck, initcheck, synccheck). Run from the repository root:
 #
 #   scripts/gpu-check.sh OUTDIR
 #
@@ -16,8 +17,9 @@
 #   OUTDIR/torch_rnn.json   ragged vs torch.nn.LSTM / GRU on a PackedSequence: checks and timings (only when
 #                           python3 can import torch; see scripts/torch_rnn.py)
 # Every step runs even when an earlier one failed (the build keeps going past a broken file; only a failed
-# configure stops the check); the exit code is non-zero if any step failed. Results are meant to be committed under docs/results/<date>-<gpu>-<commit>/
-# (summary.md names that folder).
+# configure stops the check), as long as it fits before RAGGED_DEADLINE; the exit code is non-zero if any step
+# failed or did not run. Results are meant to be committed under docs/results/<date>-<gpu>-<commit>/ (summary.md
+# names that folder).
 #
 # Environment:
 #   RAGGED_CUDA_ARCHS          CMAKE_CUDA_ARCHITECTURES (default: native)
@@ -26,13 +28,20 @@
 #   RAGGED_SANITIZER_TOOLS     tools to run (default: "memcheck racecheck initcheck synccheck")
 #   RAGGED_SANITIZER_JOBS      sanitizer runs at once (default: 4; they are mostly CPU-bound)
 #   RAGGED_SANITIZER_TIMEOUT   seconds per sanitizer run (default: 150; a timeout counts as a failure)
-#   RAGGED_BENCH_TIMEOUT       seconds for the benchmark program (default: 240)
-#   RAGGED_BENCH_ARGS          extra arguments for ragged_bench (e.g. --benchmark_filter=convert)
+#   RAGGED_BENCH_SUITES        benchmark suites, run one program each (default: "convert_gpu segment_gpu
+#                              attention_gpu rnn_gpu planner convert_cpu"); their JSON is merged into bench.json
+#   RAGGED_BENCH_TIMEOUT       seconds per benchmark suite (default: 150)
+#   RAGGED_BENCH_ARGS          extra arguments for ragged_bench (e.g. --benchmark_filter=/tile:)
 #   RAGGED_SKIP_BENCH=1        skip the benchmarks
-#   RAGGED_SKIP_TORCH=1        skip the PyTorch comparison (scripts/torch_rnn.py)
-#   RAGGED_TORCH_TIMEOUT       seconds for the PyTorch comparison (default: 300)
+#   RAGGED_SKIP_TORCH=1        skip the PyTorch comparisons (scripts/torch_rnn.py, scripts/torch_attention.py)
+#   RAGGED_TORCH_TIMEOUT       seconds per PyTorch comparison (default: 240)
+#   RAGGED_SKIP_TESTS=1        skip ctest (e.g. in a second device call that only runs sanitizers)
 #   RAGGED_SKIP_SANITIZERS=1   skip the compute-sanitizer runs (e.g. to split a check across two device calls,
 #                              each under the device's 10-minute limit per command)
+#   RAGGED_DEADLINE            seconds the whole check may take (default: 560, under the device's 600 s per
+#                              call): every step's timeout is cut to what is left, steps that no longer fit are
+#                              recorded as "not run (deadline)", and summary.md is rewritten after every step, so
+#                              a check cut short still says how far it got
 # A .deps/usr folder (from shared/gpu-deps.sh) is added to CMAKE_PREFIX_PATH when present.
 set -euo pipefail
 
@@ -47,7 +56,10 @@ archs=${RAGGED_CUDA_ARCHS:-native}
 tools=${RAGGED_SANITIZER_TOOLS:-memcheck racecheck initcheck synccheck}
 jobs=${RAGGED_SANITIZER_JOBS:-4}
 sanitizer_timeout=${RAGGED_SANITIZER_TIMEOUT:-150}
-bench_timeout=${RAGGED_BENCH_TIMEOUT:-240}
+bench_timeout=${RAGGED_BENCH_TIMEOUT:-150}
+torch_timeout=${RAGGED_TORCH_TIMEOUT:-240}
+bench_suites=${RAGGED_BENCH_SUITES:-convert_gpu segment_gpu attention_gpu rnn_gpu planner convert_cpu}
+deadline=${RAGGED_DEADLINE:-560}
 filter=${RAGGED_SANITIZER_FILTER:-}
 start_time=$(date +%s)
 
@@ -59,18 +71,47 @@ export PATH
 
 rows=()        # summary table rows
 failures=0
-record() {     # record STEP RESULT RC LOG
-  rows+=("| $1 | $2 | $3 | $4 |")
-  printf '%-48s %-6s rc=%s\n' "$1" "$2" "$3"
-  if [ "$2" != "pass" ]; then failures=$((failures + 1)); fi
-}
-verdict() { if [ "$1" -eq 0 ]; then echo pass; else echo FAIL; fi; }
-
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo uncommitted)
 if [ -n "$(git status --porcelain 2>/dev/null || true)" ]; then commit="$commit-dirty"; fi
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 || true)
 gpu_name=${gpu_name:-unknown-gpu}
 gpu_slug=$(echo "$gpu_name" | tr '[:upper:]' '[:lower:]' | sed -e 's/^nvidia //' -e 's/[^a-z0-9]\+/-/g' -e 's/-$//')
+
+write_summary() {  # write_summary [final]: rewritten after every step, so a check cut short keeps its table
+  local elapsed=$(($(date +%s) - start_time)) state
+  if [ "${1:-}" = "final" ]; then
+    state=$([ "$failures" -eq 0 ] && echo "all passed" || echo "$failures step(s) failed")
+  else
+    state="in progress ($failures failure(s) so far)"
+  fi
+  {
+    echo "# ragged GPU check"
+    echo
+    echo "- commit: \`$commit\`"
+    echo "- GPU: $gpu_name"
+    echo "- date: $(date -u +%Y-%m-%d) (UTC), took ${elapsed}s (deadline ${deadline}s)"
+    echo "- CUDA architectures: $archs; sanitizer filter: ${filter:-all tests}"
+    echo "- results folder: \`docs/results/$(date -u +%Y-%m-%d)-$gpu_slug-${commit%-dirty}/\`"
+    echo "- verdict: $state"
+    echo
+    echo "| step | result | exit code | log |"
+    echo "| --- | --- | --- | --- |"
+    printf '%s\n' "${rows[@]}"
+  } >"$out/summary.md"
+}
+record() {     # record STEP RESULT RC LOG
+  rows+=("| $1 | $2 | $3 | $4 |")
+  printf '%-48s %-6s rc=%s\n' "$1" "$2" "$3"
+  if [ "$2" != "pass" ]; then failures=$((failures + 1)); fi
+  write_summary
+}
+verdict() { if [ "$1" -eq 0 ]; then echo pass; else echo FAIL; fi; }
+# step_timeout WANTED: WANTED seconds or what is left before the deadline (keeping 15 s to write up), 0 if
+# under 20 s are left.
+step_timeout() {
+  local left=$((deadline - ($(date +%s) - start_time) - 15))
+  if [ "$left" -lt 20 ]; then echo 0; elif [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
 
 # ---- device description --------------------------------------------------------------------------------
 {
@@ -94,19 +135,114 @@ if [ "$configure_rc" -eq 0 ]; then
   ninja -C "$build" -k 0 -j "$(nproc)" >>"$out/build.log" 2>&1 || build_rc=$?
   record "build" "$(verdict $build_rc)" "$build_rc" "build.log"
   # ---- ctest ----------------------------------------------------------------------------------------------
-  ctest_rc=0
-  ctest --test-dir "$build" --output-on-failure -j 4 >"$out/ctest.log" 2>&1 || ctest_rc=$?
-  ctest_line=$(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1 || true)
-  # GPU tests skip (exit 77) when they see no device; on this machine a skip is a failure.
-  skipped=$(grep -c '\*\*\*Skipped' "$out/ctest.log" || true)
-  if [ "${skipped:-0}" -gt 0 ]; then
-    ctest_line="$ctest_line; $skipped skipped"
-    if [ "$ctest_rc" -eq 0 ]; then ctest_rc=77; fi
+  if [ "${RAGGED_SKIP_TESTS:-0}" = "1" ]; then
+    echo "ctest skipped (RAGGED_SKIP_TESTS=1)" >"$out/ctest.log"
+  elif [ "$(step_timeout 300)" -eq 0 ]; then
+    record "ctest" "not run (deadline)" "-" "-"
+  else
+    ctest_rc=0
+    timeout "$(step_timeout 300)" ctest --test-dir "$build" --output-on-failure -j 4 >"$out/ctest.log" 2>&1 ||
+      ctest_rc=$?
+    ctest_line=$(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1 || true)
+    # GPU tests skip (exit 77) when they see no device; on this machine a skip is a failure.
+    skipped=$(grep -c '\*\*\*Skipped' "$out/ctest.log" || true)
+    if [ "${skipped:-0}" -gt 0 ]; then
+      ctest_line="$ctest_line; $skipped skipped"
+      if [ "$ctest_rc" -eq 0 ]; then ctest_rc=77; fi
+    fi
+    if [ "$ctest_rc" -eq 124 ]; then ctest_line="timed out${ctest_line:+; $ctest_line}"; fi
+    record "ctest${ctest_line:+ ($ctest_line)}" "$(verdict $ctest_rc)" "$ctest_rc" "ctest.log"
   fi
-  record "ctest${ctest_line:+ ($ctest_line)}" "$(verdict $ctest_rc)" "$ctest_rc" "ctest.log"
+
+  # ---- benchmarks: one program run per suite, so a slow suite costs only its own results ------------------
+  if [ "${RAGGED_SKIP_BENCH:-0}" != "1" ] && [ ! -x "$build/bench/ragged_bench" ]; then
+    record "benchmarks" FAIL "-" "$build/bench/ragged_bench was not built"
+  elif [ "${RAGGED_SKIP_BENCH:-0}" != "1" ]; then
+    : >"$out/bench.log"
+    suite_json=$(mktemp -d)
+    for suite in $bench_suites; do
+      limit=$(step_timeout "$bench_timeout")
+      if [ "$limit" -eq 0 ]; then
+        record "benchmarks $suite" "not run (deadline)" "-" "-"
+        continue
+      fi
+      bench_rc=0
+      echo "== ragged_bench, suite $suite (timeout ${limit}s)" >>"$out/bench.log"
+      # shellcheck disable=SC2086  # RAGGED_BENCH_ARGS is a list of arguments
+      RAGGED_BENCH_SUITES=$suite timeout "$limit" "$build/bench/ragged_bench" \
+        --benchmark_out="$suite_json/$suite.json" --benchmark_out_format=json ${RAGGED_BENCH_ARGS:-} \
+        >>"$out/bench.log" 2>&1 || bench_rc=$?
+      errors=$(grep -c '"error_occurred": true' "$suite_json/$suite.json" 2>/dev/null || true)
+      what="benchmarks $suite (${errors:-0} with errors)"
+      if [ "${errors:-0}" -gt 0 ] && [ "$bench_rc" -eq 0 ]; then bench_rc=1; fi
+      if [ "$bench_rc" -eq 124 ]; then what="benchmarks $suite (timed out after ${limit}s: its results are lost)"; fi
+      # On a GPU machine the GPU suites must have run.
+      if [[ "$suite" == *_gpu ]] && grep -q "No CUDA device found" "$out/bench.log"; then
+        what="benchmarks $suite (no CUDA device: skipped)"
+        if [ "$bench_rc" -eq 0 ]; then bench_rc=1; fi
+      fi
+      record "$what" "$(verdict "$bench_rc")" "$bench_rc" "bench.json, bench.log"
+    done
+    # One bench.json: the first suite's context, every suite's benchmarks (unreadable files are left out).
+    python3 - "$out/bench.json" "$suite_json" $bench_suites <<'PY' >>"$out/bench.log" 2>&1 || true
+import json, os, sys
+out, folder, suites = sys.argv[1], sys.argv[2], sys.argv[3:]
+merged = None
+for suite in suites:
+    path = os.path.join(folder, suite + ".json")
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as error:
+        print(f"bench.json: suite {suite} left out ({error.__class__.__name__})")
+        continue
+    if merged is None:
+        merged = data
+    else:
+        merged["benchmarks"].extend(data.get("benchmarks", []))
+if merged is not None:
+    with open(out, "w") as f:
+        json.dump(merged, f, indent=1)
+PY
+    rm -rf "$suite_json"
+  fi
+
+  # ---- PyTorch comparisons (issue 4: packed LSTM / GRU; issue 5: SDPA) -------------------------------------
+  # Run only where python3 imports torch; their console output is appended to bench.log. The attention script
+  # checks correctness against SDPA and merges its timings (attention/torch_*) into bench.json.
+  if [ "${RAGGED_SKIP_TORCH:-0}" = "1" ] || ! python3 -c "import torch" >/dev/null 2>&1; then
+    echo "torch comparisons: skipped (RAGGED_SKIP_TORCH=1 or python3 cannot import torch)" | tee -a "$out/bench.log"
+  else
+    limit=$(step_timeout "$torch_timeout")
+    if [ "$limit" -eq 0 ]; then
+      record "torch rnn comparison" "not run (deadline)" "-" "-"
+    else
+      torch_rc=0
+      {
+        echo
+        echo "== scripts/torch_rnn.py (timeout ${limit}s)"
+        PYTHONUNBUFFERED=1 timeout "$limit" python3 scripts/torch_rnn.py \
+          --driver "$build/bench/ragged_rnn_driver" --out "$out/torch_rnn.json" 2>&1
+      } >>"$out/bench.log" || torch_rc=$?
+      record "torch rnn comparison" "$(verdict "$torch_rc")" "$torch_rc" "torch_rnn.json, bench.log"
+    fi
+    limit=$(step_timeout "$torch_timeout")
+    if [ "$limit" -eq 0 ]; then
+      record "torch attention comparison" "not run (deadline)" "-" "-"
+    else
+      torch_rc=0
+      torch_args=(--build "$build" --out "$out/bench.json" --merge)
+      if [ "${RAGGED_SKIP_BENCH:-0}" = "1" ]; then torch_args+=(--skip-timing); fi
+      {
+        echo
+        echo "== scripts/torch_attention.py (timeout ${limit}s)"
+        PYTHONUNBUFFERED=1 timeout "$limit" python3 scripts/torch_attention.py "${torch_args[@]}" 2>&1
+      } >>"$out/bench.log" || torch_rc=$?
+      record "torch attention comparison" "$(verdict "$torch_rc")" "$torch_rc" "bench.json, bench.log"
+    fi
+  fi
 
   # ---- GPU tests under compute-sanitizer ------------------------------------------------------------------
-  : >"$out/sanitizers.log"
   mapfile -t gpu_tests < <(find "$build/tests" -maxdepth 1 -type f -name 'gpu_test_*' -perm -u+x | sort)
   if [ "${RAGGED_SKIP_SANITIZERS:-0}" = "1" ]; then
     echo "compute-sanitizer runs skipped (RAGGED_SKIP_SANITIZERS=1)" >"$out/sanitizers.log"
@@ -115,20 +251,27 @@ if [ "$configure_rc" -eq 0 ]; then
   elif [ ${#gpu_tests[@]} -eq 0 ]; then
     record "compute-sanitizer" "FAIL" "-" "no $build/tests/gpu_test_* executables"
   else
+    : >"$out/sanitizers.log"
     runs=$(mktemp -d)
-    sanitize() {  # sanitize TOOL TEST -> $runs/TOOL.TEST.{log,rc}
-      local tool=$1 test=$2 rc=0 name
+    sanitize() {  # sanitize TOOL TEST LIMIT -> $runs/TOOL.TEST.{log,rc}
+      local tool=$1 test=$2 limit=$3 rc=0 name
       name=$(basename "$test")
       local args=(--rng-seed time)
       if [ -n "$filter" ]; then args+=("$filter"); fi
-      timeout "$sanitizer_timeout" compute-sanitizer --tool "$tool" --error-exitcode 86 --print-limit 50 \
+      timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 86 --print-limit 50 \
         "$test" "${args[@]}" >"$runs/$tool.$name.log" 2>&1 || rc=$?
       echo "$rc" >"$runs/$tool.$name.rc"
     }
     running=0
     for tool in $tools; do
       for test in "${gpu_tests[@]}"; do
-        sanitize "$tool" "$test" &
+        limit=$(step_timeout "$sanitizer_timeout")
+        if [ "$limit" -eq 0 ]; then
+          echo deadline >"$runs/$tool.$(basename "$test").rc"
+          continue
+        fi
+        echo "$limit" >"$runs/$tool.$(basename "$test").limit"
+        sanitize "$tool" "$test" "$limit" &
         running=$((running + 1))
         if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
       done
@@ -138,11 +281,15 @@ if [ "$configure_rc" -eq 0 ]; then
       for test in "${gpu_tests[@]}"; do
         name=$(basename "$test")
         rc=$(cat "$runs/$tool.$name.rc" 2>/dev/null || echo missing)
+        if [ "$rc" = "deadline" ]; then
+          record "$tool $name" "not run (deadline)" "-" "-"
+          continue
+        fi
         note=""
         case "$rc" in
           0) ;;
           86) note=" (sanitizer errors)" ;;
-          124) note=" (timed out after ${sanitizer_timeout}s)" ;;
+          124) note=" (timed out after $(cat "$runs/$tool.$name.limit")s)" ;;
           *) note=" (test failed)" ;;
         esac
         {
@@ -162,72 +309,8 @@ if [ "$configure_rc" -eq 0 ]; then
     done
     rm -rf "$runs"
   fi
-
-  # ---- benchmarks -----------------------------------------------------------------------------------------
-  if [ "${RAGGED_SKIP_BENCH:-0}" != "1" ] && [ ! -x "$build/bench/ragged_bench" ]; then
-    record "benchmarks" FAIL "-" "$build/bench/ragged_bench was not built"
-  elif [ "${RAGGED_SKIP_BENCH:-0}" != "1" ]; then
-    bench_rc=0
-    # shellcheck disable=SC2086  # RAGGED_BENCH_ARGS is a list of arguments
-    timeout "$bench_timeout" "$build/bench/ragged_bench" --benchmark_out="$out/bench.json" \
-      --benchmark_out_format=json ${RAGGED_BENCH_ARGS:-} >"$out/bench.log" 2>&1 || bench_rc=$?
-    errors=$(grep -c '"error_occurred": true' "$out/bench.json" 2>/dev/null || true)
-    what="benchmarks (${errors:-0} with errors)"
-    if [ "${errors:-0}" -gt 0 ] && [ "$bench_rc" -eq 0 ]; then bench_rc=1; fi
-    # On a GPU machine the GPU suites must have run.
-    if grep -q "No CUDA device found" "$out/bench.log"; then
-      what="benchmarks (no CUDA device: GPU suites skipped)"
-      if [ "$bench_rc" -eq 0 ]; then bench_rc=1; fi
-    fi
-    record "$what" "$(verdict "$bench_rc")" "$bench_rc" "bench.json, bench.log"
-  fi
-
-  # ---- PyTorch comparison (packed LSTM / GRU, issue 4) ----------------------------------------------------
-  # Runs only where python3 imports torch; its console output is appended to bench.log.
-  if [ "${RAGGED_SKIP_TORCH:-0}" != "1" ] && python3 -c "import torch" >/dev/null 2>&1; then
-    torch_rc=0
-    {
-      echo
-      echo "== scripts/torch_rnn.py"
-      timeout "${RAGGED_TORCH_TIMEOUT:-300}" python3 scripts/torch_rnn.py \
-        --driver "$build/bench/ragged_rnn_driver" --out "$out/torch_rnn.json" 2>&1
-    } >>"$out/bench.log" || torch_rc=$?
-    record "torch rnn comparison" "$(verdict "$torch_rc")" "$torch_rc" "torch_rnn.json, bench.log"
-  else
-    echo "torch rnn comparison: skipped (RAGGED_SKIP_TORCH=1 or python3 cannot import torch)" | tee -a "$out/bench.log"
-  fi
-
-  # ---- PyTorch comparison (attention, issue 5): correctness vs SDPA, SDPA timings merged into bench.json ----
-  if [ "${RAGGED_SKIP_TORCH:-0}" != "1" ] && python3 -c "import torch" >/dev/null 2>&1; then
-    torch_rc=0
-    torch_args=(--build "$build" --out "$out/bench.json" --merge)
-    if [ "${RAGGED_SKIP_BENCH:-0}" = "1" ]; then torch_args+=(--skip-timing); fi
-    {
-      echo
-      echo "== scripts/torch_attention.py"
-      timeout "${RAGGED_TORCH_TIMEOUT:-300}" python3 scripts/torch_attention.py "${torch_args[@]}" 2>&1
-    } >>"$out/bench.log" || torch_rc=$?
-    record "torch attention comparison" "$(verdict "$torch_rc")" "$torch_rc" "bench.json, bench.log"
-  else
-    echo "torch attention comparison: skipped (RAGGED_SKIP_TORCH=1 or python3 cannot import torch)" | tee -a "$out/bench.log"
-  fi
 fi
 
-# ---- summary --------------------------------------------------------------------------------------------
-elapsed=$(($(date +%s) - start_time))
-{
-  echo "# ragged GPU check"
-  echo
-  echo "- commit: \`$commit\`"
-  echo "- GPU: $gpu_name"
-  echo "- date: $(date -u +%Y-%m-%d) (UTC), took ${elapsed}s"
-  echo "- CUDA architectures: $archs; sanitizer filter: ${filter:-all tests}"
-  echo "- results folder: \`docs/results/$(date -u +%Y-%m-%d)-$gpu_slug-${commit%-dirty}/\`"
-  echo "- verdict: $([ "$failures" -eq 0 ] && echo "all passed" || echo "$failures step(s) failed")"
-  echo
-  echo "| step | result | exit code | log |"
-  echo "| --- | --- | --- | --- |"
-  printf '%s\n' "${rows[@]}"
-} >"$out/summary.md"
-echo "summary: $out/summary.md (${elapsed}s, $failures failure(s))"
+write_summary final
+echo "summary: $out/summary.md ($(($(date +%s) - start_time))s, $failures failure(s))"
 [ "$failures" -eq 0 ]

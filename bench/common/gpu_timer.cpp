@@ -57,6 +57,11 @@ cudaError_t GpuTimer::elapsed(double* seconds) {
   return error;
 }
 
+benchmark::internal::Benchmark* register_gpu_benchmark(const std::string& name,
+                                                       std::function<void(benchmark::State&)> body) {
+  return benchmark::RegisterBenchmark(name.c_str(), std::move(body))->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
+
 bool ok_or_skip(benchmark::State& state, Status status, const char* what) {
   if (status == Status::kSuccess) return true;
   state.SkipWithError((std::string(what) + ": " + status_string(status) + ": " + last_error_message()).c_str());

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "ragged/status.h"
@@ -47,6 +48,10 @@ class GpuTimer {
   std::size_t l2_bytes_ = 0;
   std::size_t flush_bytes_ = 0;
 };
+
+// Registers a GPU benchmark: timed by CUDA events (UseManualTime, see time_on_gpu), reported in microseconds.
+benchmark::internal::Benchmark* register_gpu_benchmark(const std::string& name,
+                                                       std::function<void(benchmark::State&)> body);
 
 // Ends the benchmark with an error naming `what` when `status` failed; returns whether it succeeded.
 bool ok_or_skip(benchmark::State& state, Status status, const char* what);

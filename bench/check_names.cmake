@@ -1,0 +1,52 @@
+# ctest `bench_names` (CPU): every benchmark, the GPU suites' included, is named op/impl/case..., impl is one
+# of the known implementations, and every baseline has a `ragged` case of the same name to pair with, so a
+# results table can always put the two side by side. Runs `ragged_bench --benchmark_list_tests`, which lists
+# the GPU suites without needing a GPU.
+#   cmake -DBENCH=<path of ragged_bench> -P check_names.cmake
+cmake_minimum_required(VERSION 3.25)
+execute_process(COMMAND ${BENCH} --benchmark_list_tests
+  OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ragged_bench --benchmark_list_tests failed (${rc}): ${errors}")
+endif()
+string(REPLACE "\n" ";" names "${listing}")
+list(FILTER names EXCLUDE REGEX "^$")
+
+# Baselines pair with `ragged`; the planner's two strategies pair with each other; `reference` is a CPU
+# reference timed on its own.
+set(baselines padded cub cublas torch copy)
+set(known ragged reference bucketed random ${baselines})
+set(problems "")
+set(ops "")
+foreach(name IN LISTS names)
+  if(NOT name MATCHES "^([a-z0-9_]+)/([a-z]+)/(.+)$")
+    string(APPEND problems "\n  '${name}' is not op/impl/case")
+    continue()
+  endif()
+  set(op ${CMAKE_MATCH_1})
+  set(impl ${CMAKE_MATCH_2})
+  set(rest ${CMAKE_MATCH_3})
+  list(APPEND ops ${op})
+  if(NOT impl IN_LIST known)
+    string(APPEND problems "\n  '${name}': unknown implementation '${impl}'")
+  elseif(impl IN_LIST baselines AND NOT "${op}/ragged/${rest}" IN_LIST names)
+    string(APPEND problems "\n  '${name}' has no '${op}/ragged/${rest}' to pair with")
+  elseif(impl STREQUAL "random" AND NOT "${op}/bucketed/${rest}" IN_LIST names)
+    string(APPEND problems "\n  '${name}' has no '${op}/bucketed/${rest}' to pair with")
+  endif()
+endforeach()
+
+# Each suite shows up (the GPU ones too: listing must not depend on a device).
+list(REMOVE_DUPLICATES ops)
+foreach(op ragged_to_padded padded_to_ragged segment_sum segment_max segment_softmax rnn_lstm rnn_gru attention
+           plan_batches)
+  if(NOT op IN_LIST ops)
+    string(APPEND problems "\n  no benchmark of '${op}' is listed")
+  endif()
+endforeach()
+
+list(LENGTH names count)
+if(problems)
+  message(FATAL_ERROR "${count} benchmarks listed; naming problems:${problems}")
+endif()
+message(STATUS "${count} benchmarks, all named op/impl/case with their pairs present")
