@@ -1,15 +1,17 @@
 // GPU benchmarks of segment reductions and segment softmax (issue 3), float values, int32 offsets, 64 MiB of
 // ragged values per case, over the regimes the kernels must hold their bandwidth in: many rows of length 0..4,
-// power-law lengths, one huge row with the rest empty, and uniform lengths; D = 1, 64 and 1024.
+// power-law lengths, one huge row with the rest empty, and uniform lengths; D = 1, 64 and 1024. Ops: sum, max,
+// argmax, softmax and softmax backward (RAGGED_BENCH_FULL=1: also log-softmax, sum and max backward).
 //
 // Implementations (the names pair up across impl):
 //   ragged  ragged::segment_reduce / segment_softmax on the ragged tensor
-//   cub     cub::DeviceSegmentedReduce::Sum / Max over the same offsets (D = 1 only: CUB has no strided form)
+//   cub     cub::DeviceSegmentedReduce::Sum / Max / ArgMax over the same offsets (D = 1 only: CUB has no
+//           strided form)
 //   padded  what a padded pipeline does: ragged_to_padded with the op's identity as pad value, then the same
 //           op over the padded rows (ragged's kernels on rows all max_len long); peak_bytes includes the
 //           padded tensor
-// Bytes per iteration (the floor): values read + offsets read + outputs written (softmax: values read once and
-// written once). copy_frac divides the achieved rate by a device-to-device copy's rate measured in this run.
+// Bytes per iteration (the floor, floor_bytes): inputs read once + outputs written once (softmax: values read
+// once and written once). copy_frac divides the achieved rate by a device-to-device copy's rate measured in this run.
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda_runtime.h>
 
@@ -34,29 +36,62 @@ namespace {
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 
-enum class SegOp { kSum, kMax, kSoftmax };
+enum class SegOp {
+  kSum,
+  kMax,
+  kArgMax,  // max with the index of the maximum
+  kSoftmax,
+  kLogSoftmax,
+  kSumBackward,
+  kMaxBackward,
+  kSoftmaxBackward
+};
 
 const char* seg_op_name(SegOp op) {
   switch (op) {
     case SegOp::kSum: return "segment_sum";
     case SegOp::kMax: return "segment_max";
+    case SegOp::kArgMax: return "segment_argmax";
     case SegOp::kSoftmax: return "segment_softmax";
+    case SegOp::kLogSoftmax: return "segment_log_softmax";
+    case SegOp::kSumBackward: return "segment_sum_backward";
+    case SegOp::kMaxBackward: return "segment_max_backward";
+    case SegOp::kSoftmaxBackward: return "segment_softmax_backward";
   }
   return "?";
 }
 
+bool is_softmax(SegOp op) { return op == SegOp::kSoftmax || op == SegOp::kLogSoftmax; }
+bool is_backward(SegOp op) {
+  return op == SegOp::kSumBackward || op == SegOp::kMaxBackward || op == SegOp::kSoftmaxBackward;
+}
+bool has_arg(SegOp op) { return op == SegOp::kArgMax || op == SegOp::kMaxBackward; }
+
 struct SegCase {
-  RaggedCase shape;
+  std::shared_ptr<const RaggedCase> shape_ptr;  // shared by the ops of one regime and inner size
   SegOp op;
+  const RaggedCase& shape() const { return *shape_ptr; }
 };
 
 double values_bytes(const RaggedCase& c) { return static_cast<double>(c.tokens * c.inner) * sizeof(float); }
 
+// The least an op must move: its inputs read once and its outputs written once.
 double floor_bytes(const SegCase& s) {
-  const RaggedCase& c = s.shape;
+  const RaggedCase& c = s.shape();
+  const double values = values_bytes(c);
   const double offsets = static_cast<double>(c.offsets.size() * sizeof(std::int32_t));
-  if (s.op == SegOp::kSoftmax) return 2.0 * values_bytes(c) + offsets;
-  return values_bytes(c) + offsets + static_cast<double>(c.batch * c.inner) * sizeof(float);
+  const double per_row = static_cast<double>(c.batch * c.inner);
+  switch (s.op) {
+    case SegOp::kSum:
+    case SegOp::kMax: return values + offsets + per_row * sizeof(float);
+    case SegOp::kArgMax: return values + offsets + per_row * (sizeof(float) + sizeof(std::int64_t));
+    case SegOp::kSoftmax:
+    case SegOp::kLogSoftmax: return 2.0 * values + offsets;
+    case SegOp::kSumBackward: return values + offsets + per_row * sizeof(float);  // read dy, write dx
+    case SegOp::kMaxBackward: return values + offsets + per_row * (sizeof(float) + sizeof(std::int64_t));
+    case SegOp::kSoftmaxBackward: return 3.0 * values + offsets;  // read y and dy, write dx
+  }
+  return 0.0;
 }
 
 void set_case_counters(benchmark::State& state, const RaggedCase& c) {
@@ -65,47 +100,88 @@ void set_case_counters(benchmark::State& state, const RaggedCase& c) {
   state.counters["batch"] = static_cast<double>(c.batch);
 }
 
+// The inputs of a backward op come from its forward op, run once before timing: y = softmax(x) for softmax,
+// the arg of the maximum for max; the output gradient is random.
 void bench_ragged(benchmark::State& state, const SegCase& s) {
   run_guarded(state, [&] {
-    const RaggedCase& c = s.shape;
+    const RaggedCase& c = s.shape();
     cudaStream_t stream = GpuTimer::instance().stream();
-    DeviceBuffer<float> values(static_cast<std::size_t>(c.tokens * c.inner), stream);
+    const auto elements = static_cast<std::size_t>(c.tokens * c.inner);
+    const auto row_elements = static_cast<std::size_t>(c.batch * c.inner);
+    DeviceBuffer<float> values(elements, stream);
     DeviceBuffer<std::int32_t> offsets(c.offsets, stream);
-    const bool softmax = s.op == SegOp::kSoftmax;
-    DeviceBuffer<float> out(static_cast<std::size_t>((softmax ? c.tokens : c.batch) * c.inner), stream);
+    const bool per_token_out = is_softmax(s.op) || is_backward(s.op);
+    DeviceBuffer<float> out(per_token_out ? elements : row_elements, stream);
+    DeviceBuffer<std::int64_t> arg(has_arg(s.op) ? row_elements : 0, stream);
+    DeviceBuffer<float> grad(s.op == SegOp::kSoftmaxBackward ? elements : is_backward(s.op) ? row_elements : 0,
+                             stream);
+    DeviceBuffer<float> y(s.op == SegOp::kSoftmaxBackward ? elements : 0, stream);
     fill_uniform(values, 1.0f, 12345u, stream);
+    fill_uniform(grad, 1.0f, 777u, stream);
     RaggedView<const float, std::int32_t> view{values.data(), offsets.data(), c.batch, c.tokens, c.inner};
-    auto launch = [&](void* ws, std::size_t& bytes, cudaStream_t st) {
-      if (softmax) return segment_softmax(ws, bytes, view, false, out.data(), st);
-      return segment_reduce(ws, bytes, view, s.op == SegOp::kSum ? ReduceOp::kSum : ReduceOp::kMax, out.data(),
-                            nullptr, 0.0f, st);
+    Workspace setup(stream);
+    if (s.op == SegOp::kSoftmaxBackward)
+      run_with_workspace(setup, [&](void* ws, std::size_t& bytes) {
+        return segment_softmax(ws, bytes, view, false, y.data(), stream);
+      });
+    if (s.op == SegOp::kMaxBackward) {
+      DeviceBuffer<float> max_out(row_elements, stream);
+      run_with_workspace(setup, [&](void* ws, std::size_t& bytes) {
+        return segment_reduce(ws, bytes, view, ReduceOp::kMax, max_out.data(), arg.data(), 0.0f, stream);
+      });
+    }
+    auto launch = [&](void* ws, std::size_t& bytes, cudaStream_t st) -> Status {
+      switch (s.op) {
+        case SegOp::kSum: return segment_reduce(ws, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, st);
+        case SegOp::kMax: return segment_reduce(ws, bytes, view, ReduceOp::kMax, out.data(), nullptr, 0.0f, st);
+        case SegOp::kArgMax:
+          return segment_reduce(ws, bytes, view, ReduceOp::kMax, out.data(), arg.data(), 0.0f, st);
+        case SegOp::kSoftmax:
+        case SegOp::kLogSoftmax:
+          return segment_softmax(ws, bytes, view, s.op == SegOp::kLogSoftmax, out.data(), st);
+        case SegOp::kSumBackward:
+          return segment_reduce_backward(ws, bytes, view, ReduceOp::kSum, grad.data(), nullptr, out.data(), st);
+        case SegOp::kMaxBackward:
+          return segment_reduce_backward(ws, bytes, view, ReduceOp::kMax, grad.data(), arg.data(), out.data(), st);
+        case SegOp::kSoftmaxBackward:
+          return segment_softmax_backward(ws, bytes, view, false, y.data(), grad.data(), out.data(), st);
+      }
+      return Status::kInvalidArgument;
     };
     std::size_t ws_bytes = 0;
     if (!ok_or_skip(state, launch(nullptr, ws_bytes, stream), "workspace query")) return;
     DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
     time_on_gpu(state, [&](cudaStream_t st) { return launch(ws.data(), ws_bytes, st); });
+    // peak_bytes: what the timed op needs (a backward op reads no x; its inputs are y or arg, and dy).
+    const std::size_t x_bytes = is_backward(s.op) ? 0 : values.bytes();
     set_gpu_traffic(state, floor_bytes(s),
-                    static_cast<double>(values.bytes() + offsets.bytes() + out.bytes() + ws_bytes));
+                    static_cast<double>(x_bytes + offsets.bytes() + out.bytes() + arg.bytes() + grad.bytes() +
+                                        y.bytes() + ws_bytes));
     set_case_counters(state, c);
   });
 }
 
 void bench_cub(benchmark::State& state, const SegCase& s) {
   run_guarded(state, [&] {
-    const RaggedCase& c = s.shape;
+    const RaggedCase& c = s.shape();
     cudaStream_t stream = GpuTimer::instance().stream();
     DeviceBuffer<float> values(static_cast<std::size_t>(c.tokens), stream);
     DeviceBuffer<std::int32_t> offsets(c.offsets, stream);
-    DeviceBuffer<float> out(static_cast<std::size_t>(c.batch), stream);
+    const bool argmax = s.op == SegOp::kArgMax;
+    DeviceBuffer<float> out(argmax ? 0 : static_cast<std::size_t>(c.batch), stream);
+    DeviceBuffer<cub::KeyValuePair<int, float>> pairs(argmax ? static_cast<std::size_t>(c.batch) : 0, stream);
     fill_uniform(values, 1.0f, 12345u, stream);
     const int segments = static_cast<int>(c.batch);
+    const std::int32_t* begins = offsets.data();
+    const std::int32_t* ends = offsets.data() + 1;
     auto launch = [&](void* ws, std::size_t& bytes, cudaStream_t st) {
-      const cudaError_t e =
-          s.op == SegOp::kSum
-              ? cub::DeviceSegmentedReduce::Sum(ws, bytes, values.data(), out.data(), segments, offsets.data(),
-                                                offsets.data() + 1, st)
-              : cub::DeviceSegmentedReduce::Max(ws, bytes, values.data(), out.data(), segments, offsets.data(),
-                                                offsets.data() + 1, st);
+      cudaError_t e = cudaSuccess;
+      if (s.op == SegOp::kSum)
+        e = cub::DeviceSegmentedReduce::Sum(ws, bytes, values.data(), out.data(), segments, begins, ends, st);
+      else if (s.op == SegOp::kMax)
+        e = cub::DeviceSegmentedReduce::Max(ws, bytes, values.data(), out.data(), segments, begins, ends, st);
+      else
+        e = cub::DeviceSegmentedReduce::ArgMax(ws, bytes, values.data(), pairs.data(), segments, begins, ends, st);
       return from_cuda(e, "cub::DeviceSegmentedReduce");
     };
     std::size_t ws_bytes = 0;
@@ -113,7 +189,7 @@ void bench_cub(benchmark::State& state, const SegCase& s) {
     DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
     time_on_gpu(state, [&](cudaStream_t st) { return launch(ws.data(), ws_bytes, st); });
     set_gpu_traffic(state, floor_bytes(s),
-                    static_cast<double>(values.bytes() + offsets.bytes() + out.bytes() + ws_bytes));
+                    static_cast<double>(values.bytes() + offsets.bytes() + out.bytes() + pairs.bytes() + ws_bytes));
     set_case_counters(state, c);
   });
 }
@@ -124,9 +200,9 @@ void bench_cub(benchmark::State& state, const SegCase& s) {
 // padding alone. peak_bytes includes the padded tensor (and for softmax its padded output).
 void bench_padded(benchmark::State& state, const SegCase& s) {
   run_guarded(state, [&] {
-    const RaggedCase& c = s.shape;
+    const RaggedCase& c = s.shape();
     cudaStream_t stream = GpuTimer::instance().stream();
-    const bool softmax = s.op == SegOp::kSoftmax;
+    const bool softmax = is_softmax(s.op);
     if (c.padded_slots() > std::numeric_limits<std::int32_t>::max()) {
       state.SkipWithError("padded rows exceed int32 offsets");
       return;
@@ -149,7 +225,7 @@ void bench_padded(benchmark::State& state, const SegCase& s) {
       return ragged_to_padded(ws, bytes, view, padded_view, pad, Align::kLeft, Truncate::kRight, st);
     };
     auto reduce = [&](void* ws, std::size_t& bytes, cudaStream_t st) {
-      if (softmax) return segment_softmax(ws, bytes, padded_rows, false, out.data(), st);
+      if (softmax) return segment_softmax(ws, bytes, padded_rows, s.op == SegOp::kLogSoftmax, out.data(), st);
       return segment_reduce(ws, bytes, padded_rows, s.op == SegOp::kSum ? ReduceOp::kSum : ReduceOp::kMax,
                             out.data(), nullptr, 0.0f, st);
     };
@@ -183,28 +259,42 @@ std::vector<SegCase> segment_cases() {
                             {LengthDistribution::kUniform, 256, "uniform"}};
   const std::vector<std::int64_t> inners = full_run() ? std::vector<std::int64_t>{1, 3, 64, 256, 1024}
                                                       : std::vector<std::int64_t>{1, 64, 1024};
+  // Every op with its own kernel path by default; the full run adds the ones that share a path with those.
+  std::vector<SegOp> ops{SegOp::kSum, SegOp::kMax, SegOp::kArgMax, SegOp::kSoftmax, SegOp::kSoftmaxBackward};
+  if (full_run()) ops.insert(ops.end(), {SegOp::kLogSoftmax, SegOp::kSumBackward, SegOp::kMaxBackward});
+  std::vector<std::shared_ptr<const RaggedCase>> shapes;
+  for (const Regime& r : regimes)
+    for (const std::int64_t inner : inners)
+      shapes.push_back(std::make_shared<const RaggedCase>(
+          make_ragged_case(r.distribution, inner, sizeof(float), 64 * kMiB, r.mean)));
   std::vector<SegCase> cases;
-  for (const SegOp op : {SegOp::kSum, SegOp::kMax, SegOp::kSoftmax})
-    for (const Regime& r : regimes)
-      for (const std::int64_t inner : inners) {
-        RaggedCase shape = make_ragged_case(r.distribution, inner, sizeof(float), 64 * kMiB, r.mean);
-        cases.push_back(SegCase{std::move(shape), op});
-      }
+  for (const SegOp op : ops)
+    for (const auto& shape : shapes) cases.push_back(SegCase{shape, op});
   return cases;
 }
 
 std::string case_name(const SegCase& s, const char* impl) {
-  return std::string(seg_op_name(s.op)) + "/" + impl + "/" + s.shape.name();
+  return std::string(seg_op_name(s.op)) + "/" + impl + "/" + s.shape().name();
+}
+
+// Baselines where they exist: CUB has sum, max and argmax over contiguous segments (D = 1); a padded pipeline
+// has the forward ops.
+bool has_cub(const SegCase& s) {
+  return s.shape().inner == 1 && (s.op == SegOp::kSum || s.op == SegOp::kMax || s.op == SegOp::kArgMax);
+}
+bool has_padded(const SegCase& s) {
+  // The padded layout of the one-huge-row case is batch x the ragged one; skip it where that exceeds 4 GiB.
+  const double padded_bytes = static_cast<double>(s.shape().padded_slots() * s.shape().inner) * sizeof(float);
+  return (s.op == SegOp::kSum || s.op == SegOp::kMax || is_softmax(s.op)) && padded_bytes < 4.0 * 1024 * kMiB;
 }
 
 void register_segment_gpu() {
   for (const SegCase& s : segment_cases()) {
     const auto shared = std::make_shared<const SegCase>(s);
     register_gpu_benchmark(case_name(s, "ragged"), [shared](benchmark::State& st) { bench_ragged(st, *shared); });
-    if (s.shape.inner == 1 && s.op != SegOp::kSoftmax)
+    if (has_cub(s))
       register_gpu_benchmark(case_name(s, "cub"), [shared](benchmark::State& st) { bench_cub(st, *shared); });
-    // The padded layout of the one-huge-row case is batch x the ragged one; skip it where that exceeds 4 GiB.
-    if (static_cast<double>(s.shape.padded_slots() * s.shape.inner) * sizeof(float) < 4.0 * 1024 * kMiB)
+    if (has_padded(s))
       register_gpu_benchmark(case_name(s, "padded"), [shared](benchmark::State& st) { bench_padded(st, *shared); });
   }
 }

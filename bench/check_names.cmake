@@ -38,8 +38,8 @@ endforeach()
 
 # Each suite shows up (the GPU ones too: listing must not depend on a device).
 list(REMOVE_DUPLICATES ops)
-foreach(op ragged_to_padded padded_to_ragged segment_sum segment_max segment_softmax rnn_lstm rnn_gru attention
-           plan_batches)
+foreach(op ragged_to_padded padded_to_ragged segment_sum segment_max segment_argmax segment_softmax
+           segment_softmax_backward rnn_lstm rnn_gru attention plan_batches)
   if(NOT op IN_LIST ops)
     string(APPEND problems "\n  no benchmark of '${op}' is listed")
   endif()
