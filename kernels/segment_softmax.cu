@@ -309,7 +309,10 @@ template <typename Op, typename T, typename OffsetT, int V>
 __global__ void __launch_bounds__(kThreads) segment_softmax_second_pass_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const std::int64_t total = L.plan[L.batch].units;
-  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
+  // Last unit first: the first pass walked the units in order, so its last ones are what L2 still holds (up to
+  // its size), and the start of this pass re-reads them from there. The order changes no result.
+  for (std::int64_t i = global_warp(); i < total; i += total_warps()) {
+    const std::int64_t u = total - 1 - i;
     const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::units);
     normalize_unit<Op, T, OffsetT, V>(a, b, u - L.plan[b].units, Pass::kSecond);
   }
