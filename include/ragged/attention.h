@@ -160,9 +160,10 @@ RaggedTensor<T, OffsetT> attention(const RaggedTensor<T, OffsetT>& q, const Ragg
   a.head_dim = static_cast<int>(qd[1]);
   a.scale = scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(qd[1]));
   a.causal = causal;
-  // K / V may live on other streams than Q: finish their pending work before the kernel reads them.
-  if (k.stream() != q.stream()) cuda_check(cudaStreamSynchronize(k.stream()), "cudaStreamSynchronize(k)");
-  if (v.stream() != q.stream()) cuda_check(cudaStreamSynchronize(v.stream()), "cudaStreamSynchronize(v)");
+  // K / V may live on other streams than Q: the kernel (on Q's stream) waits for their pending work, the host
+  // does not.
+  stream_wait(q.stream(), k.stream());
+  stream_wait(q.stream(), v.stream());
   Workspace ws(q.stream());
   run_with_workspace(ws, [&](void* p, std::size_t& bytes) { return varlen_attention_forward(p, bytes, a, q.stream()); });
   return out;

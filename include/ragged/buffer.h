@@ -17,6 +17,18 @@ namespace ragged {
 // Throws ragged::Error if `error` is not cudaSuccess.
 inline void cuda_check(cudaError_t error, const char* what) { throw_if_error(from_cuda(error, what)); }
 
+// Makes work enqueued on `waiter` from now on wait for what is already enqueued on `producer`, without a host
+// sync (an event recorded on `producer`; destroying it right away is allowed: the wait keeps its state).
+inline void stream_wait(cudaStream_t waiter, cudaStream_t producer) {
+  if (waiter == producer) return;
+  cudaEvent_t event = nullptr;
+  cuda_check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  cudaError_t error = cudaEventRecord(event, producer);
+  if (error == cudaSuccess) error = cudaStreamWaitEvent(waiter, event, 0);
+  cudaEventDestroy(event);
+  cuda_check(error, "stream_wait (cudaEventRecord / cudaStreamWaitEvent)");
+}
+
 template <typename T>
 class DeviceBuffer {
  public:

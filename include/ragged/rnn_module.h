@@ -107,8 +107,15 @@ class Rnn {
     args.cn = lstm ? result.cn.data() : nullptr;
     args.cublas = cublas_;
     args.algo = algo;
+    // The layer runs on its own stream: it waits for the work pending on x's stream (x itself, the output's
+    // allocation) and on h0 / c0's, and x's stream then waits for the layer, so the output (owned by x's
+    // stream) is complete for whoever uses it there. No host sync.
+    stream_wait(stream_, x.stream());
+    if (h0 != nullptr) stream_wait(stream_, h0->stream());
+    if (c0 != nullptr) stream_wait(stream_, c0->stream());
     Workspace ws(stream_);
     run_with_workspace(ws, [&](void* p, std::size_t& bytes) { return rnn_forward(p, bytes, args, stream_); });
+    stream_wait(x.stream(), stream_);
     return result;
   }
 

@@ -465,6 +465,37 @@ TEST_CASE("attention on RaggedTensors matches the low-level call", "[attention][
   REQUIRE_THROWS_AS(attention(q, k, bad), Error);
 }
 
+TEST_CASE("attention on RaggedTensors waits for K and V on their own stream, without a host sync",
+          "[attention][gpu]") {
+  auto rng = test::make_rng(609);
+  const std::vector<std::int64_t> q_len{200, 0, 64}, k_len{300, 5, 64};
+  const auto h = test::random_attention<bfloat16, std::int32_t>(q_len, k_len, 4, 2, 128, false, rng);
+  const Output<bfloat16> expected = DeviceAttention<bfloat16, std::int32_t>(h).run();
+  cudaStream_t kv_stream = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&kv_stream, cudaStreamNonBlocking));
+  {
+    const auto q = RaggedTensor<bfloat16, std::int32_t>::from_host(h.q, q_len, {4, 128});
+    // K and V hold poison until a copy that waits behind a long queue on their stream lands: if the kernel did
+    // not wait for that stream, it would read the poison.
+    std::vector<bfloat16> poison(h.k.size(), __float2bfloat16(1000.0f));
+    auto k = RaggedTensor<bfloat16, std::int32_t>::from_host(poison, k_len, {2, 128}, kv_stream);
+    auto v = RaggedTensor<bfloat16, std::int32_t>::from_host(poison, k_len, {2, 128}, kv_stream);
+    const DeviceBuffer<bfloat16> real_k(h.k, kv_stream), real_v(h.v, kv_stream);  // uploaded, synchronised
+    DeviceBuffer<unsigned char> busy(std::size_t{256} << 20, kv_stream);
+    for (int i = 0; i < 8; ++i) REQUIRE_CUDA(cudaMemsetAsync(busy.data(), i, busy.bytes(), kv_stream));
+    REQUIRE_CUDA(cudaMemcpyAsync(k.values().data(), real_k.data(), real_k.bytes(), cudaMemcpyDeviceToDevice,
+                                 kv_stream));
+    REQUIRE_CUDA(cudaMemcpyAsync(v.values().data(), real_v.data(), real_v.bytes(), cudaMemcpyDeviceToDevice,
+                                 kv_stream));
+    DeviceBuffer<float> lse;
+    const auto o = attention(q, k, v, /*causal=*/false, /*scale=*/0.0f, &lse);
+    REQUIRE_BITWISE_EQUAL(o.values_to_host(), expected.o);
+    REQUIRE_BITWISE_EQUAL(lse.to_host(), expected.lse);
+    REQUIRE_CUDA(cudaStreamSynchronize(kv_stream));
+  }
+  REQUIRE_CUDA(cudaStreamDestroy(kv_stream));
+}
+
 TEST_CASE("attention rejects bad arguments", "[attention][gpu][errors]") {
   auto rng = test::make_rng(608);
   const auto h = test::random_attention<half, std::int32_t>({10, 20}, {15, 5}, 4, 2, 64, false, rng);

@@ -509,19 +509,29 @@ TEMPLATE_TEST_CASE("the owning Rnn layer gives bitwise the low-level results", "
     for (std::size_t j = 0; j < 4; ++j) flat.push_back(model.host[i + j]);
     if (desc.proj_size > 0) flat.push_back(model.host[i + 4]);
   }
-  const Rnn<T> rnn(desc, flat);
-  const auto x = RaggedTensor<T, std::int64_t>::from_host(in.x.values, lengths, {desc.input_size});
-  const DeviceBuffer<T> h0(in.h0), c0(in.c0);
-  const RnnResult<T, std::int64_t> got = rnn.forward(x, &h0, lstm ? &c0 : nullptr);
-  REQUIRE_CUDA(cudaDeviceSynchronize());
-  REQUIRE(got.output.inner() == 2 * rnn_state_size(desc));
-  REQUIRE(got.output.offsets_to_host() == in.x.offsets);
-  REQUIRE_BITWISE_EQUAL(got.output.values_to_host(), low.output);
-  REQUIRE_BITWISE_EQUAL(got.hn.to_host(), low.hn);
-  if (lstm) REQUIRE_BITWISE_EQUAL(got.cn.to_host(), low.cn);
+  // The layer on its own non-blocking stream, the tensors on the default one: forward orders the two streams
+  // itself (no host sync), so reading the output on x's stream right away sees the finished result.
+  const bool own_stream = GENERATE(false, true);
+  cudaStream_t layer_stream = nullptr;
+  if (own_stream) REQUIRE_CUDA(cudaStreamCreateWithFlags(&layer_stream, cudaStreamNonBlocking));
+  {
+    const Rnn<T> rnn(desc, flat, layer_stream);
+    const auto x = RaggedTensor<T, std::int64_t>::from_host(in.x.values, lengths, {desc.input_size});
+    const DeviceBuffer<T> h0(in.h0), c0(in.c0);
+    const RnnResult<T, std::int64_t> got = rnn.forward(x, &h0, lstm ? &c0 : nullptr);
+    REQUIRE(got.output.inner() == 2 * rnn_state_size(desc));
+    REQUIRE(got.output.offsets_to_host() == in.x.offsets);
+    REQUIRE_BITWISE_EQUAL(got.output.values_to_host(), low.output);
+    REQUIRE_BITWISE_EQUAL(got.hn.to_host(), low.hn);
+    if (lstm) REQUIRE_BITWISE_EQUAL(got.cn.to_host(), low.cn);
 
-  const auto wrong = RaggedTensor<T, std::int64_t>::from_host(std::vector<T>(4 * 3, T(1.0f)), {4}, {3});
-  REQUIRE_THROWS_WITH(rnn.forward(wrong), Catch::Contains("input_size 5"));
+    const auto wrong = RaggedTensor<T, std::int64_t>::from_host(std::vector<T>(4 * 3, T(1.0f)), {4}, {3});
+    REQUIRE_THROWS_WITH(rnn.forward(wrong), Catch::Contains("input_size 5"));
+  }
+  if (own_stream) {
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    REQUIRE_CUDA(cudaStreamDestroy(layer_stream));
+  }
 }
 
 TEST_CASE("rnn_forward can be captured in a CUDA graph", "[rnn]") {
