@@ -1,6 +1,8 @@
 // The batch planner on the host: time to plan a data set, and the padding fraction of its batches with
-// length bucketing (automatic geometric buckets, shuffled) vs one random batching (a single bucket, shuffled),
-// under the same padded token budget. Counters: padding_frac, batches, over_budget.
+// length bucketing (`ragged`: automatic geometric buckets, shuffled) vs the random batching a padded pipeline
+// does without a planner (`padded`: one bucket, shuffled), under the same padded token budget. Counters:
+// padding_frac, batches, over_budget, and (host memory) bytes_per_second over the lengths read and
+// peak_bytes = lengths + the plan's indices and batch records.
 #include <benchmark/benchmark.h>
 
 #include <limits>
@@ -41,6 +43,10 @@ void bench_plan(benchmark::State& state, const PlannerCase& c, bool bucketed) {
   std::int64_t over_budget = 0;
   for (const PlannedBatch& batch : plan.batches) over_budget += batch.over_budget ? 1 : 0;
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(c.lengths.size()));
+  const double lengths_bytes = static_cast<double>(c.lengths.size() * sizeof(std::int64_t));
+  const double plan_bytes = static_cast<double>(c.lengths.size() * sizeof(std::int64_t) +
+                                                plan.batches.size() * sizeof(PlannedBatch));
+  set_cpu_traffic(state, lengths_bytes, lengths_bytes + plan_bytes);
   state.counters["padding_frac"] = plan.padding_fraction;
   state.counters["batches"] = static_cast<double>(plan.batches.size());
   state.counters["over_budget"] = static_cast<double>(over_budget);
@@ -76,7 +82,7 @@ void register_planner() {
   for (PlannerCase& c : planner_cases()) {
     const auto shared = std::make_shared<const PlannerCase>(std::move(c));
     for (const bool bucketed : {true, false}) {
-      const std::string name = std::string("plan_batches/") + (bucketed ? "bucketed/" : "random/") + shared->name;
+      const std::string name = std::string("plan_batches/") + (bucketed ? "ragged/" : "padded/") + shared->name;
       benchmark::RegisterBenchmark(name.c_str(), [shared, bucketed](benchmark::State& state) {
         run_guarded(state, [&] { bench_plan(state, *shared, bucketed); });
       })->Unit(benchmark::kMillisecond);

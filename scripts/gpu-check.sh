@@ -102,7 +102,10 @@ write_summary() {  # write_summary [final]: rewritten after every step, so a che
 record() {     # record STEP RESULT RC LOG
   rows+=("| $1 | $2 | $3 | $4 |")
   printf '%-48s %-6s rc=%s\n' "$1" "$2" "$3"
-  if [ "$2" != "pass" ]; then failures=$((failures + 1)); fi
+  case "$2" in
+    pass | "not run (no case matches the filter)") ;;
+    *) failures=$((failures + 1)) ;;
+  esac
   write_summary
 }
 verdict() { if [ "$1" -eq 0 ]; then echo pass; else echo FAIL; fi; }
@@ -270,6 +273,12 @@ PY
           echo deadline >"$runs/$tool.$(basename "$test").rc"
           continue
         fi
+        # Catch2 v2 exits 0 when a filter matches nothing: a program without a matching case is not run, and
+        # a filter that matches no case anywhere fails the step (below), so a typo cannot pass as clean.
+        if [ -n "$filter" ] && [ "$("$test" --list-test-names-only "$filter" 2>/dev/null | grep -c .)" -eq 0 ]; then
+          echo nomatch >"$runs/$tool.$(basename "$test").rc"
+          continue
+        fi
         echo "$limit" >"$runs/$tool.$(basename "$test").limit"
         sanitize "$tool" "$test" "$limit" &
         running=$((running + 1))
@@ -277,6 +286,7 @@ PY
       done
     done
     wait || true
+    matched=0
     for tool in $tools; do
       for test in "${gpu_tests[@]}"; do
         name=$(basename "$test")
@@ -285,6 +295,11 @@ PY
           record "$tool $name" "not run (deadline)" "-" "-"
           continue
         fi
+        if [ "$rc" = "nomatch" ]; then
+          record "$tool $name" "not run (no case matches the filter)" "-" "-"
+          continue
+        fi
+        matched=$((matched + 1))
         note=""
         case "$rc" in
           0) ;;
@@ -307,6 +322,9 @@ PY
         fi
       done
     done
+    if [ -n "$filter" ] && [ "$matched" -eq 0 ]; then
+      record "compute-sanitizer" FAIL "-" "RAGGED_SANITIZER_FILTER '$filter' matches no test case"
+    fi
     rm -rf "$runs"
   fi
 fi

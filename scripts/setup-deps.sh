@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what ragged needs to build, test and benchmark that a machine lacks (Debian/Ubuntu): CMake, Ninja,
 # Catch2 (v2) and Google Benchmark. The CUDA Toolkit must already be installed (nvcc on PATH or in
-# /usr/local/cuda/bin). Source it (". scripts/setup-deps.sh") or run it; it changes nothing already present.
-set -euo pipefail
+# /usr/local/cuda/bin). Run it, or source it from a script that has `set -euo pipefail` itself (scripts/build.sh
+# does, to keep the PATH it sets); it changes nothing already present.
 
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
-command -v nvcc >/dev/null 2>&1 || { echo "setup-deps: nvcc not found; install the CUDA Toolkit first" >&2; exit 1; }
+command -v nvcc >/dev/null 2>&1 || {
+  echo "setup-deps: nvcc not found; install the CUDA Toolkit first" >&2
+  return 1 2>/dev/null || exit 1
+}
 
 missing=()
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
@@ -18,7 +21,22 @@ dpkg -s libbenchmark-dev >/dev/null 2>&1 || missing+=(libbenchmark-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup-deps: installing ${missing[*]}"
   sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || {
+      echo "setup-deps: need root or sudo to install ${missing[*]}" >&2
+      return 1 2>/dev/null || exit 1
+    }
+    sudo="sudo"
+  fi
+  if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
+    echo "setup-deps: apt-get could not install ${missing[*]}" >&2
+    return 1 2>/dev/null || exit 1
+  fi
+fi
+
+# CMakeLists.txt needs 3.25 (Debian 12's); an older distribution cmake is not upgraded here.
+cmake_version=$(cmake --version | sed -n 's/^cmake version \([0-9]*\.[0-9]*\).*/\1/p')
+if [ "$(printf '%s\n3.25\n' "$cmake_version" | sort -V | head -n1)" != "3.25" ]; then
+  echo "setup-deps: CMake $cmake_version found, 3.25 or newer needed (e.g. pip install cmake)" >&2
+  return 1 2>/dev/null || exit 1
 fi
