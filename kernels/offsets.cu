@@ -26,6 +26,15 @@ struct NonNegativeLength {
   }
 };
 
+// The scan's operator: non-negative sums that stick at INT64_MAX instead of wrapping, so that the scan stays
+// non-decreasing whatever the lengths hold (two int64 lengths can already pass INT64_MAX).
+struct SaturatingAdd {
+  __host__ __device__ std::int64_t operator()(std::int64_t a, std::int64_t b) const {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    return a > kMax - b ? kMax : a + b;
+  }
+};
+
 template <typename OffsetT>
 struct LengthFromOffsets {
   const OffsetT* offsets;
@@ -45,9 +54,12 @@ __global__ void finish_offsets_kernel(const LengthT* __restrict__ lengths, const
       offsets[0] = 0;
       continue;
     }
-    if (lengths[i - 1] < 0) record_failure(check, Status::kNegativeLength, i - 1);
+    const std::int64_t length = static_cast<std::int64_t>(lengths[i - 1]);
+    if (length < 0) record_failure(check, Status::kNegativeLength, i - 1);
+    // The scan saturates at INT64_MAX, so the exact sum offsets[i - 1] + length is compared, not scan[i - 1].
+    const std::int64_t previous = i > 1 ? scan[i - 2] : 0;
+    if (length > kMax - previous) record_failure(check, Status::kSizeOverflow, i);
     const std::int64_t value = scan[i - 1];
-    if (value > kMax) record_failure(check, Status::kSizeOverflow, i);
     offsets[i] = static_cast<OffsetT>(value > kMax ? kMax : value);
   }
 }
@@ -57,7 +69,7 @@ __global__ void offsets_to_lengths_kernel(const OffsetT* __restrict__ offsets, s
                                           LengthT* __restrict__ lengths) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t b = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < batch; b += stride)
-    lengths[b] = static_cast<LengthT>(offsets[b + 1] - offsets[b]);
+    lengths[b] = static_cast<LengthT>(static_cast<std::int64_t>(offsets[b + 1]) - static_cast<std::int64_t>(offsets[b]));
 }
 
 template <typename OffsetT>
@@ -85,8 +97,9 @@ Status launch_length_scan(void* d_cub_temp, std::size_t& cub_temp_bytes, const L
                           std::int64_t batch, std::int64_t* d_scan, cudaStream_t stream) {
   auto input = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
                                                NonNegativeLength<LengthT>{d_lengths});
-  return from_cuda(cub::DeviceScan::InclusiveSum(d_cub_temp, cub_temp_bytes, input, d_scan, batch, stream),
-                   "cub::DeviceScan::InclusiveSum(lengths)");
+  return from_cuda(
+      cub::DeviceScan::InclusiveScan(d_cub_temp, cub_temp_bytes, input, d_scan, SaturatingAdd{}, batch, stream),
+      "cub::DeviceScan::InclusiveScan(lengths)");
 }
 
 template <typename LengthT, typename OffsetT>

@@ -13,7 +13,7 @@
 namespace ragged {
 namespace detail {
 
-// Inclusive scan of max(lengths, 0) into d_scan [batch] (int64, cannot overflow for any realistic batch).
+// Inclusive scan of max(lengths, 0) into d_scan [batch], int64 sums saturated at INT64_MAX (never wrapping).
 // With d_cub_temp == nullptr only sets cub_temp_bytes.
 template <typename LengthT>
 Status launch_length_scan(void* d_cub_temp, std::size_t& cub_temp_bytes, const LengthT* d_lengths,

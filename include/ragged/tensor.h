@@ -178,6 +178,7 @@ class RaggedTensor {
     t.stream_ = stream;
     t.offsets_ = DeviceBuffer<OffsetT>(offsets, stream);
     t.values_ = DeviceBuffer<T>(static_cast<std::size_t>(t.nnz_ * t.inner()), stream);
+    stream_wait(stream, padded.data.stream());  // the padded data may still be being written on its own stream
     Workspace ws(stream);
     run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
       return ragged::padded_to_ragged(p, bytes, padded.view(), t.view(), fill, align, trunc, stream);

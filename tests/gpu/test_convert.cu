@@ -184,7 +184,9 @@ void check_case(const Case& c, std::mt19937_64& rng) {
     to_ragged_on_device<T, OffsetT>(c, {d_padded.data(), batch, c.max_len, c.inner}, back, fill);
     HostArray<T> got = d_back.download();
     HostArray<T> expected = values;
-    std::memset(expected.data() + used_rows * c.inner, poison_byte<T>(), (ragged_count - used_rows * c.inner) * sizeof(T));
+    if (ragged_count > 0)  // an empty HostArray's data() is null, and memset(nullptr, .., 0) is undefined
+      std::memset(expected.data() + used_rows * c.inner, poison_byte<T>(),
+                  (ragged_count - used_rows * c.inner) * sizeof(T));
     require_same_bytes(got, expected);
   }
 
@@ -533,4 +535,37 @@ TEMPLATE_TEST_CASE("RaggedTensor::to_padded and from_padded", "[convert][gpu][te
   }
   using Tensor = RaggedTensor<T, std::int32_t>;
   REQUIRE_THROWS_AS(Tensor::from_padded(PaddedTensor<T>{}, {1, 2}), Error);
+}
+
+TEST_CASE("RaggedTensor::from_padded waits for the padded data on its own stream, without a host sync",
+          "[convert][gpu][tensor]") {
+  auto rng = test::make_rng(207);
+  const std::vector<std::int64_t> lengths{7, 0, 12, 3};
+  const std::vector<std::int32_t> offsets{0, 7, 7, 19, 22};
+  const std::int64_t batch = 4, max_len = 12, inner = 4, nnz = 22;
+  const std::vector<float> real = test::random_values<float>(static_cast<std::size_t>(batch * max_len * inner), rng);
+  std::vector<float> expected(static_cast<std::size_t>(nnz * inner));
+  reference::padded_to_ragged<float, std::int32_t>({real.data(), batch, max_len, inner},
+                                                   {expected.data(), offsets.data(), batch, nnz, inner}, 0.0f,
+                                                   Align::kLeft, Truncate::kRight);
+  cudaStream_t padded_stream = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&padded_stream, cudaStreamNonBlocking));
+  {
+    // The padded data holds poison until a copy that waits behind a long queue on its stream lands: if
+    // from_padded (on the default stream) did not wait for that stream, it would read the poison.
+    PaddedTensor<float> padded;
+    padded.data = DeviceBuffer<float>(std::vector<float>(real.size(), 1000.0f), padded_stream);
+    padded.batch = batch;
+    padded.max_len = max_len;
+    padded.inner_dims = {inner};
+    const DeviceBuffer<float> real_data(real, padded_stream);  // uploaded, synchronised
+    DeviceBuffer<unsigned char> busy(std::size_t{256} << 20, padded_stream);
+    for (int i = 0; i < 8; ++i) REQUIRE_CUDA(cudaMemsetAsync(busy.data(), i, busy.bytes(), padded_stream));
+    REQUIRE_CUDA(cudaMemcpyAsync(padded.data.data(), real_data.data(), real_data.bytes(), cudaMemcpyDeviceToDevice,
+                                 padded_stream));
+    const auto back = RaggedTensor<float, std::int32_t>::from_padded(padded, lengths);
+    REQUIRE_BITWISE_EQUAL(back.values_to_host(), expected);
+    REQUIRE_CUDA(cudaStreamSynchronize(padded_stream));
+  }
+  REQUIRE_CUDA(cudaStreamDestroy(padded_stream));
 }

@@ -74,6 +74,35 @@ TEST_CASE("lengths_to_offsets records the first negative length and int32 overfl
   run_lengths_to_offsets(big, offsets64, check);
   REQUIRE(check.ok());
   REQUIRE(offsets64[4] == std::int64_t{1} << 32);
+
+  // int64 lengths whose sum passes INT64_MAX: the scan saturates instead of wrapping, so the overflow is
+  // recorded for int64 offsets too (as the host version refuses them), and both offset types stay sorted.
+  constexpr std::int64_t kMax64 = std::numeric_limits<std::int64_t>::max();
+  const std::vector<std::int64_t> huge = {5, kMax64 - 2, 7, 1};
+  std::vector<std::int64_t> host(huge.size() + 1);
+  REQUIRE(lengths_to_offsets_host(huge.data(), 4, host.data()) == Status::kSizeOverflow);
+  run_lengths_to_offsets(huge, offsets64, check);
+  REQUIRE(check.status() == Status::kSizeOverflow);
+  REQUIRE(check.index() == 2);
+  REQUIRE(offsets64[2] == kMax64);
+  REQUIRE(std::is_sorted(offsets64.begin(), offsets64.end()));
+  run_lengths_to_offsets(huge, offsets, check);
+  REQUIRE(check.status() == Status::kSizeOverflow);
+  REQUIRE(check.index() == 2);
+  REQUIRE(std::is_sorted(offsets.begin(), offsets.end()));
+}
+
+TEST_CASE("offsets_to_lengths subtracts in 64 bits", "[offsets][gpu][errors]") {
+  // Malformed int32 offsets 2^32 - 1 apart: an int64 length holds the difference, which int32 arithmetic wraps.
+  const std::vector<std::int32_t> offsets = {std::numeric_limits<std::int32_t>::min(),
+                                             std::numeric_limits<std::int32_t>::max()};
+  DeviceBuffer<std::int32_t> d_offsets(offsets);
+  DeviceBuffer<std::int64_t> d_lengths(1);
+  DeviceBuffer<unsigned char> one_byte(1);
+  std::size_t bytes = 0;
+  REQUIRE_OK(offsets_to_lengths(one_byte.data(), bytes, d_offsets.data(), 1, d_lengths.data(), nullptr));
+  REQUIRE_CUDA(cudaDeviceSynchronize());
+  REQUIRE(d_lengths.to_host()[0] == (std::int64_t{1} << 32) - 1);
 }
 
 TEMPLATE_TEST_CASE("offsets_to_lengths and max_length", "[offsets][gpu]", std::int32_t, std::int64_t) {
