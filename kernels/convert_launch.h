@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "ragged/check.h"
 #include "ragged/status.h"
 #include "ragged/view.h"
 
@@ -33,11 +34,12 @@ Status launch_padded_to_ragged(const void* d_src, std::int64_t max_len, void* d_
                                bool allow_32bit_index = true);
 
 // mask [batch, max_len] of elem_bytes-wide elements (1, 2 or 4): the low elem_bytes bytes of `token_bits`
-// where a slot holds a token, of `pad_bits` where it is padding (bool: 1 / 0; additive: 0 / -inf).
+// where a slot holds a token, of `pad_bits` where it is padding (bool: 1 / 0; additive: 0 / -inf). Resets
+// d_check (if not null) and records the first negative length there.
 template <typename LengthT>
 Status launch_lengths_to_mask(const LengthT* d_lengths, std::int64_t batch, std::int64_t max_len, Align align,
                               void* d_mask, int elem_bytes, std::uint32_t token_bits, std::uint32_t pad_bits,
-                              cudaStream_t stream, bool allow_32bit_index = true);
+                              CheckResult* d_check, cudaStream_t stream, bool allow_32bit_index = true);
 
 }  // namespace detail
 }  // namespace ragged

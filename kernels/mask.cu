@@ -5,9 +5,11 @@
 #include <cstring>
 
 #include "byte_vector.h"
+#include "check.cuh"
 #include "convert_launch.h"
 #include "fast_divmod.h"
 #include "launch.cuh"
+#include "offsets_launch.h"
 #include "validate.h"
 
 namespace ragged {
@@ -29,6 +31,7 @@ struct MaskParams {
   std::uint32_t token_bits;
   std::uint32_t pad_bits;
   Align align;
+  CheckResult* check;  // may be null
 };
 
 template <typename Vec, typename LengthT, typename Divider>
@@ -39,7 +42,9 @@ __global__ void __launch_bounds__(kThreads) lengths_to_mask_kernel(const __grid_
     std::int64_t b = 0, v = 0;
     p.per_row.divmod(i, b, v);
     // Same placement as ragged_to_padded; slot_map counts negative lengths as 0 and caps them at max_len.
-    const SlotMap m = slot_map(static_cast<std::int64_t>(p.lengths[b]), p.max_len, p.align, Truncate::kRight);
+    const std::int64_t length = static_cast<std::int64_t>(p.lengths[b]);
+    if (length < 0 && v == 0) record_failure(p.check, Status::kNegativeLength, b);
+    const SlotMap m = slot_map(length, p.max_len, p.align, Truncate::kRight);
     const std::int64_t first_slot = (v * kBytes) >> p.elem_shift;
     const int elem_byte_mask = (1 << p.elem_shift) - 1;
     std::uint32_t words[(kBytes + 3) / 4] = {};
@@ -61,9 +66,10 @@ __global__ void __launch_bounds__(kThreads) lengths_to_mask_kernel(const __grid_
 template <typename LengthT>
 Status launch_lengths_to_mask(const LengthT* d_lengths, std::int64_t batch, std::int64_t max_len, Align align,
                               void* d_mask, int elem_bytes, std::uint32_t token_bits, std::uint32_t pad_bits,
-                              cudaStream_t stream, bool allow_32bit_index) {
+                              CheckResult* d_check, cudaStream_t stream, bool allow_32bit_index) {
   if (elem_bytes != 1 && elem_bytes != 2 && elem_bytes != 4)
     return fail(Status::kUnsupportedDType, "mask elements of " + std::to_string(elem_bytes) + " bytes");
+  RAGGED_RETURN_IF_ERROR(reset_check(d_check, stream));
   if (batch == 0 || max_len == 0) return Status::kSuccess;
   const int elem_shift = elem_bytes == 1 ? 0 : (elem_bytes == 2 ? 1 : 2);
   const std::int64_t row_bytes = max_len * elem_bytes;
@@ -78,7 +84,7 @@ Status launch_lengths_to_mask(const LengthT* d_lengths, std::int64_t batch, std:
       using Divider = decltype(divider);
       const MaskParams<Vec, LengthT, Divider> params{
           d_lengths, static_cast<Vec*>(d_mask), max_len, row_vecs, total, divider, elem_shift, token_bits, pad_bits,
-          align};
+          align, d_check};
       lengths_to_mask_kernel<<<blocks, kThreads, 0, stream>>>(params);
       return check_launch("lengths_to_mask_kernel");
     });
@@ -86,9 +92,11 @@ Status launch_lengths_to_mask(const LengthT* d_lengths, std::int64_t batch, std:
 }
 
 template Status launch_lengths_to_mask<std::int32_t>(const std::int32_t*, std::int64_t, std::int64_t, Align, void*,
-                                                     int, std::uint32_t, std::uint32_t, cudaStream_t, bool);
+                                                     int, std::uint32_t, std::uint32_t, CheckResult*, cudaStream_t,
+                                                     bool);
 template Status launch_lengths_to_mask<std::int64_t>(const std::int64_t*, std::int64_t, std::int64_t, Align, void*,
-                                                     int, std::uint32_t, std::uint32_t, cudaStream_t, bool);
+                                                     int, std::uint32_t, std::uint32_t, CheckResult*, cudaStream_t,
+                                                     bool);
 
 }  // namespace detail
 }  // namespace ragged

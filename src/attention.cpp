@@ -87,7 +87,7 @@ int query_tile_for(const AttentionArgs<T, OffsetT>& a) {
 
 template <typename T, typename OffsetT>
 Status check_args(const AttentionArgs<T, OffsetT>& a) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(a.batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(a.batch, "batch"));
   if (a.heads_q < 1 || a.heads_kv < 1)
     return fail(Status::kInvalidArgument, "attention: heads_q = " + str(a.heads_q) + " and heads_kv = " +
                                               str(a.heads_kv) + " must be at least 1");

@@ -22,39 +22,24 @@ Status check_enums(Align align, Truncate trunc) {
   return Status::kSuccess;
 }
 
-// Typed pointers must be aligned to their type: the kernels build their vector width on that.
-template <typename T>
-Status check_aligned(const T* ptr, const std::string& name) {
-  if (reinterpret_cast<std::uintptr_t>(ptr) % alignof(T) != 0)
-    return fail(Status::kInvalidArgument,
-                name + " is not aligned to its element size (" + std::to_string(alignof(T)) + " bytes)");
-  return Status::kSuccess;
-}
-
 template <typename T, typename OffsetT>
 Status check_ragged(const RaggedView<T, OffsetT>& view, const std::string& name) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(view.batch, (name + ".batch").c_str()));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(view.batch, (name + ".batch").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(view.nnz, (name + ".nnz").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(view.inner, (name + ".inner").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_product(view.nnz, view.inner, 1, sizeof(T), (name + ".values").c_str()));
-  // batch + 1 offsets: batch itself must leave room for the + 1 and the bytes.
-  RAGGED_RETURN_IF_ERROR(detail::check_product(view.batch, 1, 2, sizeof(OffsetT), (name + ".offsets").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(view.values, view.nnz * view.inner, (name + ".values").c_str()));
-  RAGGED_RETURN_IF_ERROR(detail::check_pointer(view.offsets, view.batch + 1, (name + ".offsets").c_str()));
-  RAGGED_RETURN_IF_ERROR(check_aligned(view.values, name + ".values"));
-  return check_aligned(view.offsets, name + ".offsets");
+  return detail::check_pointer(view.offsets, view.batch + 1, (name + ".offsets").c_str());
 }
 
 template <typename T>
 Status check_padded(const PaddedView<T>& view, const std::string& name) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(view.batch, (name + ".batch").c_str()));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(view.batch, (name + ".batch").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(view.max_len, (name + ".max_len").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(view.inner, (name + ".inner").c_str()));
   RAGGED_RETURN_IF_ERROR(
       detail::check_product(view.batch, view.max_len, view.inner, sizeof(T), (name + ".data").c_str()));
-  RAGGED_RETURN_IF_ERROR(
-      detail::check_pointer(view.data, view.batch * view.max_len * view.inner, (name + ".data").c_str()));
-  return check_aligned(view.data, name + ".data");
+  return detail::check_pointer(view.data, view.batch * view.max_len * view.inner, (name + ".data").c_str());
 }
 
 Status check_same_shape(std::int64_t ragged_batch, std::int64_t ragged_inner, std::int64_t padded_batch,
@@ -66,13 +51,12 @@ Status check_same_shape(std::int64_t ragged_batch, std::int64_t ragged_inner, st
 template <typename LengthT>
 Status check_mask_args(const LengthT* d_lengths, std::int64_t batch, std::int64_t max_len, Align align,
                        const void* d_mask, std::size_t elem_bytes) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(max_len, "max_len"));
   RAGGED_RETURN_IF_ERROR(detail::check_product(batch, max_len, 1, elem_bytes, "mask"));
   RAGGED_RETURN_IF_ERROR(detail::check_product(batch, 1, 1, sizeof(LengthT), "lengths"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_lengths, batch, "lengths"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_mask, batch * max_len, "mask"));
-  RAGGED_RETURN_IF_ERROR(check_aligned(d_lengths, "lengths"));
   if (reinterpret_cast<std::uintptr_t>(d_mask) % elem_bytes != 0)
     return fail(Status::kInvalidArgument, "mask is not aligned to its element size");
   return check_enums(align, Truncate::kRight);
@@ -122,20 +106,21 @@ Status padded_to_ragged(void* d_workspace, std::size_t& workspace_bytes, PaddedV
 
 template <typename LengthT>
 Status lengths_to_mask(void* d_workspace, std::size_t& workspace_bytes, const LengthT* d_lengths, std::int64_t batch,
-                       std::int64_t max_len, Align align, bool* d_mask, cudaStream_t stream) {
+                       std::int64_t max_len, Align align, bool* d_mask, CheckResult* d_check,
+                       cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_mask_args(d_lengths, batch, max_len, align, d_mask, sizeof(bool)));
   if (d_workspace == nullptr) {
     workspace_bytes = 0;
     return Status::kSuccess;
   }
   return detail::launch_lengths_to_mask(d_lengths, batch, max_len, align, d_mask, sizeof(bool), bits_of(true),
-                                        bits_of(false), stream);
+                                        bits_of(false), d_check, stream);
 }
 
 template <typename LengthT, typename T>
 Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes, const LengthT* d_lengths,
                                 std::int64_t batch, std::int64_t max_len, Align align, T* d_mask,
-                                cudaStream_t stream) {
+                                CheckResult* d_check, cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_mask_args(d_lengths, batch, max_len, align, d_mask, sizeof(T)));
   if (d_workspace == nullptr) {
     workspace_bytes = 0;
@@ -143,7 +128,7 @@ Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes,
   }
   return detail::launch_lengths_to_mask(d_lengths, batch, max_len, align, d_mask, sizeof(T),
                                         bits_of(detail::additive_mask_value<T>(true)),
-                                        bits_of(detail::additive_mask_value<T>(false)), stream);
+                                        bits_of(detail::additive_mask_value<T>(false)), d_check, stream);
 }
 
 #define RAGGED_INSTANTIATE_CONVERT(T, O)                                                                         \
@@ -165,13 +150,14 @@ RAGGED_INSTANTIATE_CONVERT_T(bool)
 
 #define RAGGED_INSTANTIATE_MASK(L)                                                                               \
   template Status lengths_to_mask<L>(void*, std::size_t&, const L*, std::int64_t, std::int64_t, Align, bool*,    \
-                                     cudaStream_t);                                                              \
+                                     CheckResult*, cudaStream_t);                                                              \
   template Status lengths_to_additive_mask<L, float>(void*, std::size_t&, const L*, std::int64_t, std::int64_t,  \
-                                                     Align, float*, cudaStream_t);                               \
+                                                     Align, float*, CheckResult*, cudaStream_t);                               \
   template Status lengths_to_additive_mask<L, half>(void*, std::size_t&, const L*, std::int64_t, std::int64_t,   \
-                                                    Align, half*, cudaStream_t);                                 \
+                                                    Align, half*, CheckResult*, cudaStream_t);                                 \
   template Status lengths_to_additive_mask<L, bfloat16>(void*, std::size_t&, const L*, std::int64_t,             \
-                                                        std::int64_t, Align, bfloat16*, cudaStream_t);
+                                                        std::int64_t, Align, bfloat16*, CheckResult*,      \
+                                                        cudaStream_t);
 
 RAGGED_INSTANTIATE_MASK(std::int32_t)
 RAGGED_INSTANTIATE_MASK(std::int64_t)

@@ -13,7 +13,7 @@ namespace ragged {
 template <typename LengthT, typename OffsetT>
 Status lengths_to_offsets(void* d_workspace, std::size_t& workspace_bytes, const LengthT* d_lengths,
                           std::int64_t batch, OffsetT* d_offsets, CheckResult* d_check, cudaStream_t stream) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_lengths, batch, "lengths"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_offsets, batch + 1, "offsets"));
   detail::WorkspaceLayout layout(d_workspace);
@@ -21,13 +21,8 @@ Status lengths_to_offsets(void* d_workspace, std::size_t& workspace_bytes, const
   std::size_t cub_bytes = 0;
   RAGGED_RETURN_IF_ERROR(detail::launch_length_scan<LengthT>(nullptr, cub_bytes, d_lengths, batch, d_scan, stream));
   void* d_cub = layout.take(cub_bytes);
-  if (d_workspace == nullptr) {
-    workspace_bytes = layout.size();
-    return Status::kSuccess;
-  }
-  if (workspace_bytes < layout.size())
-    return fail(Status::kWorkspaceTooSmall, "lengths_to_offsets needs " + std::to_string(layout.size()) +
-                                                " workspace bytes, got " + std::to_string(workspace_bytes));
+  RAGGED_RETURN_IF_ERROR(layout.finish(workspace_bytes, "lengths_to_offsets"));
+  if (d_workspace == nullptr) return Status::kSuccess;
   if (batch > 0)
     RAGGED_RETURN_IF_ERROR(detail::launch_length_scan<LengthT>(d_cub, cub_bytes, d_lengths, batch, d_scan, stream));
   return detail::launch_finish_offsets<LengthT, OffsetT>(d_lengths, d_scan, batch, d_offsets, d_check, stream);
@@ -36,7 +31,7 @@ Status lengths_to_offsets(void* d_workspace, std::size_t& workspace_bytes, const
 template <typename OffsetT, typename LengthT>
 Status offsets_to_lengths(void* d_workspace, std::size_t& workspace_bytes, const OffsetT* d_offsets,
                           std::int64_t batch, LengthT* d_lengths, cudaStream_t stream) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_offsets, batch + 1, "offsets"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_lengths, batch, "lengths"));
   if (d_workspace == nullptr) {
@@ -49,7 +44,7 @@ Status offsets_to_lengths(void* d_workspace, std::size_t& workspace_bytes, const
 template <typename OffsetT>
 Status max_length(void* d_workspace, std::size_t& workspace_bytes, const OffsetT* d_offsets, std::int64_t batch,
                   std::int64_t* d_max_length, cudaStream_t stream) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_offsets, batch + 1, "offsets"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_max_length, 1, "max_length"));
   std::size_t cub_bytes = 0;
@@ -68,7 +63,7 @@ template <typename OffsetT>
 Status validate_offsets(void* d_workspace, std::size_t& workspace_bytes, const OffsetT* d_offsets,
                         std::int64_t batch, std::int64_t capacity, std::int64_t expected_nnz, CheckResult* d_check,
                         cudaStream_t stream) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(capacity, "capacity"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_offsets, batch + 1, "offsets"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_check, 1, "check"));
@@ -81,7 +76,7 @@ Status validate_offsets(void* d_workspace, std::size_t& workspace_bytes, const O
 
 template <typename LengthT, typename OffsetT>
 Status lengths_to_offsets_host(const LengthT* lengths, std::int64_t batch, OffsetT* offsets) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(lengths, batch, "lengths"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(offsets, batch + 1, "offsets"));
   constexpr std::int64_t kMax = std::numeric_limits<OffsetT>::max();
@@ -104,7 +99,7 @@ Status lengths_to_offsets_host(const LengthT* lengths, std::int64_t batch, Offse
 template <typename OffsetT>
 Status validate_offsets_host(const OffsetT* offsets, std::int64_t batch, std::int64_t capacity,
                              std::int64_t expected_nnz) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(offsets, batch + 1, "offsets"));
   auto at = [](std::int64_t i) { return "offsets[" + std::to_string(i) + "]"; };
   if (offsets[0] != 0)

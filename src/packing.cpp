@@ -42,7 +42,7 @@ template <typename T, typename OffsetT>
 Status check_move_args(const RaggedView<T, OffsetT>& ragged, const char* name, const void* d_packed,
                        const PackedLayout<OffsetT>& layout) {
   const std::string view(name);
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(ragged.batch, (view + ".batch").c_str()));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(ragged.batch, (view + ".batch").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(ragged.nnz, (view + ".nnz").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(ragged.inner, (view + ".inner").c_str()));
   RAGGED_RETURN_IF_ERROR(check_max_steps(layout.max_steps));
@@ -61,7 +61,7 @@ Status check_move_args(const RaggedView<T, OffsetT>& ragged, const char* name, c
 template <typename OffsetT>
 Status packing_order(void* d_workspace, std::size_t& workspace_bytes, const OffsetT* d_offsets, std::int64_t batch,
                      PackedLayout<OffsetT> layout, CheckResult* d_check, cudaStream_t stream) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
   RAGGED_RETURN_IF_ERROR(check_max_steps(layout.max_steps));
   RAGGED_RETURN_IF_ERROR(detail::check_equal(batch, layout.batch, "batch and layout.batch"));
   if (batch > std::numeric_limits<OffsetT>::max())
@@ -92,13 +92,8 @@ Status packing_order(void* d_workspace, std::size_t& workspace_bytes, const Offs
   RAGGED_RETURN_IF_ERROR(detail::launch_step_offsets<OffsetT>(nullptr, scan_bytes, layout.batch_sizes,
                                                               layout.max_steps, layout.step_offsets, stream));
   void* d_cub = pieces.take(std::max(sort_bytes, scan_bytes));
-  if (d_workspace == nullptr) {
-    workspace_bytes = pieces.size();
-    return Status::kSuccess;
-  }
-  if (workspace_bytes < pieces.size())
-    return fail(Status::kWorkspaceTooSmall, "packing_order needs " + std::to_string(pieces.size()) +
-                                                " workspace bytes, got " + std::to_string(workspace_bytes));
+  RAGGED_RETURN_IF_ERROR(pieces.finish(workspace_bytes, "packing_order"));
+  if (d_workspace == nullptr) return Status::kSuccess;
 
   RAGGED_RETURN_IF_ERROR(detail::reset_check(d_check, stream));
   RAGGED_RETURN_IF_ERROR(

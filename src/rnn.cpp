@@ -105,7 +105,7 @@ Status check_args(const RnnArgs<T, OffsetT>& args) {
   }
 
   const RaggedView<const T, OffsetT>& in = args.input;
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(in.batch, "input.batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(in.batch, "input.batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(in.nnz, "input.nnz"));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(args.max_steps, "max_steps"));
   if (args.max_steps == std::numeric_limits<std::int64_t>::max())
@@ -282,13 +282,8 @@ Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArg
   detail::WorkspaceLayout pieces(d_workspace);
   RnnScratch<T, OffsetT> s;
   RAGGED_RETURN_IF_ERROR(carve(pieces, d_workspace == nullptr, args, s));
-  if (d_workspace == nullptr) {
-    workspace_bytes = pieces.size();
-    return Status::kSuccess;
-  }
-  if (workspace_bytes < pieces.size())
-    return fail(Status::kWorkspaceTooSmall, "rnn_forward needs " + std::to_string(pieces.size()) +
-                                                " workspace bytes, got " + std::to_string(workspace_bytes));
+  RAGGED_RETURN_IF_ERROR(pieces.finish(workspace_bytes, "rnn_forward"));
+  if (d_workspace == nullptr) return Status::kSuccess;
 
   const RnnDesc& desc = args.desc;
   const RaggedView<const T, OffsetT>& in = args.input;

@@ -27,7 +27,7 @@ using detail::SegmentLayout;
 
 template <typename T, typename OffsetT>
 Status check_ragged(const RaggedView<const T, OffsetT>& v, bool needs_values, const char* op) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(v.batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(v.batch, "batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(v.nnz, "nnz"));
   if (v.inner < 1)
     return fail(Status::kUnsupportedShape, std::string(op) + ": inner size " + std::to_string(v.inner) +
@@ -74,13 +74,8 @@ template <typename OffsetT>
 Status prepare(void* d_workspace, std::size_t& workspace_bytes, const detail::WorkspaceLayout& layout,
                SegmentScratch& scratch, const OffsetT* offsets, std::int64_t batch, std::int64_t nnz,
                const SegmentGeometry& g, const char* op, cudaStream_t stream, SegmentLayout<OffsetT>& out) {
-  if (d_workspace == nullptr) {
-    workspace_bytes = layout.size();
-    return Status::kSuccess;
-  }
-  if (workspace_bytes < layout.size())
-    return fail(Status::kWorkspaceTooSmall, std::string(op) + " needs " + std::to_string(layout.size()) +
-                                                " workspace bytes, got " + std::to_string(workspace_bytes));
+  RAGGED_RETURN_IF_ERROR(layout.finish(workspace_bytes, op));
+  if (d_workspace == nullptr) return Status::kSuccess;
   RAGGED_RETURN_IF_ERROR(detail::launch_segment_plan<OffsetT>(scratch.cub, scratch.cub_bytes, offsets, batch, nnz, g,
                                                               scratch.plan, stream));
   out.offsets = offsets;

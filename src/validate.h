@@ -5,23 +5,44 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "ragged/status.h"
 
 namespace ragged {
 namespace detail {
 
-// A pointer must be non-null when it must hold `count` > 0 elements.
-inline Status check_pointer(const void* ptr, std::int64_t count, const char* name) {
+// A pointer must be non-null when it must hold `count` > 0 elements, and a typed one aligned to its type (the
+// kernels load whole elements, often several at once).
+template <typename T>
+Status check_pointer(const T* ptr, std::int64_t count, const char* name) {
   if (ptr == nullptr && count > 0)
     return fail(Status::kNullPointer, std::string(name) + " is null but must hold " + std::to_string(count) +
                                           " elements");
+  if constexpr (!std::is_void<T>::value) {
+    if (reinterpret_cast<std::uintptr_t>(ptr) % alignof(T) != 0)
+      return fail(Status::kInvalidArgument,
+                  std::string(name) + " is not aligned to its element size (" + std::to_string(alignof(T)) + " bytes)");
+  }
   return Status::kSuccess;
 }
 
 inline Status check_non_negative(std::int64_t value, const char* name) {
   if (value < 0)
     return fail(Status::kInvalidArgument, std::string(name) + " = " + std::to_string(value) + " is negative");
+  return Status::kSuccess;
+}
+
+// The largest batch: its batch + 1 offsets (or any per-sequence array of 8-byte elements, plus one) must count
+// in int64 bytes, so that no size computed from it can overflow.
+constexpr std::int64_t kMaxBatch = std::numeric_limits<std::int64_t>::max() / 16;
+
+inline Status check_batch(std::int64_t batch, const char* name) {
+  const Status sign = check_non_negative(batch, name);
+  if (sign != Status::kSuccess) return sign;
+  if (batch > kMaxBatch)
+    return fail(Status::kSizeOverflow, std::string(name) + " = " + std::to_string(batch) +
+                                           " is too large: its batch + 1 offsets do not fit in memory");
   return Status::kSuccess;
 }
 

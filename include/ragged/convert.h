@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ragged/check.h"
 #include "ragged/status.h"
 #include "ragged/view.h"
 
@@ -33,15 +34,19 @@ Status padded_to_ragged(void* d_workspace, std::size_t& workspace_bytes, PaddedV
 
 // Key-padding masks [batch, max_len] from lengths: mask[b, s] is true (boolean) or 0 (additive) where slot s
 // holds a token (same placement as ragged_to_padded with `align`), false or -infinity where it is padding.
-// Negative lengths count as 0; lengths above max_len fill the row. LengthT: int32_t or int64_t.
+// Lengths above max_len fill the row. A negative length is an error: its row is all padding and, when d_check
+// is not null, kNegativeLength is recorded there with the lowest such sequence index (check.h; d_check is reset
+// first, so it holds this call's result only; with batch or max_len 0 the mask is empty and no length is read).
+// LengthT: int32_t or int64_t.
 template <typename LengthT>
 Status lengths_to_mask(void* d_workspace, std::size_t& workspace_bytes, const LengthT* d_lengths,
-                       std::int64_t batch, std::int64_t max_len, Align align, bool* d_mask, cudaStream_t stream);
+                       std::int64_t batch, std::int64_t max_len, Align align, bool* d_mask, CheckResult* d_check,
+                       cudaStream_t stream);
 
 // T: float, half, bfloat16.
 template <typename LengthT, typename T>
 Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes, const LengthT* d_lengths,
                                 std::int64_t batch, std::int64_t max_len, Align align, T* d_mask,
-                                cudaStream_t stream);
+                                CheckResult* d_check, cudaStream_t stream);
 
 }  // namespace ragged

@@ -60,7 +60,7 @@ void check_additive(const std::vector<LengthT>& lengths, const LengthT* d_length
   const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
   const std::int64_t count = batch * max_len;
   const std::vector<unsigned char> got = run_mask<T>(count, shift, [&](void* ws, std::size_t& bytes, T* mask) {
-    return lengths_to_additive_mask(ws, bytes, d_lengths, batch, max_len, align, mask, nullptr);
+    return lengths_to_additive_mask(ws, bytes, d_lengths, batch, max_len, align, mask, nullptr, nullptr);
   });
   std::vector<unsigned char> expected(got.size(), kPoison);
   reference::lengths_to_additive_mask(lengths.data(), batch, max_len, align, reinterpret_cast<T*>(expected.data()));
@@ -84,7 +84,7 @@ TEMPLATE_TEST_CASE("masks match the reference", "[mask][gpu]", std::int32_t, std
           const std::int64_t count = batch * max_len;
           const std::vector<unsigned char> got =
               run_mask<bool>(count, shift, [&](void* ws, std::size_t& bytes, bool* mask) {
-                return lengths_to_mask(ws, bytes, d_lengths.data(), batch, max_len, align, mask, nullptr);
+                return lengths_to_mask(ws, bytes, d_lengths.data(), batch, max_len, align, mask, nullptr, nullptr);
               });
           std::vector<unsigned char> expected(got.size(), kPoison);
           reference::lengths_to_mask(lengths.data(), batch, max_len, align, reinterpret_cast<bool*>(expected.data()));
@@ -113,7 +113,7 @@ TEMPLATE_TEST_CASE("masks through the 64-bit index path", "[mask][gpu]", std::in
               bytes = 0;
               return Status::kSuccess;
             }
-            return detail::launch_lengths_to_mask(d_lengths.data(), batch, max_len, align, mask, 1, 1u, 0u, nullptr,
+            return detail::launch_lengths_to_mask(d_lengths.data(), batch, max_len, align, mask, 1, 1u, 0u, nullptr, nullptr,
                                                   false);
           });
       std::vector<unsigned char> expected(got.size(), kPoison);
@@ -121,6 +121,40 @@ TEMPLATE_TEST_CASE("masks through the 64-bit index path", "[mask][gpu]", std::in
       require_same_bytes(got, expected, 1);
     }
   }
+}
+
+TEMPLATE_TEST_CASE("masks record the first negative length", "[mask][gpu][errors]", std::int32_t, std::int64_t) {
+  using LengthT = TestType;
+  const std::int64_t max_len = 6;
+  DeviceBuffer<CheckResult> d_check(1);
+  auto run = [&](const std::vector<LengthT>& lengths) {
+    const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
+    DeviceBuffer<LengthT> d_lengths(lengths);
+    DeviceBuffer<half> mask(static_cast<std::size_t>(batch * max_len));
+    d_check.fill_bytes(0x00);  // a stale "failure at index 0": the op must reset it
+    Workspace workspace;
+    run_with_workspace(workspace, [&](void* ws, std::size_t& bytes) {
+      return lengths_to_additive_mask(ws, bytes, d_lengths.data(), batch, max_len, Align::kRight, mask.data(),
+                                      d_check.data(), nullptr);
+    });
+    std::vector<half> expected(static_cast<std::size_t>(batch * max_len));
+    reference::lengths_to_additive_mask(lengths.data(), batch, max_len, Align::kRight, expected.data());
+    REQUIRE_BITWISE_EQUAL(mask.to_host(), expected);
+    return d_check.to_host()[0];
+  };
+  // Many rows, so that the failing rows land in different blocks; the lowest index wins.
+  std::vector<LengthT> lengths(5000, LengthT{4});
+  lengths[4321] = LengthT{-1};
+  lengths[1234] = LengthT{-7};
+  lengths[4999] = LengthT{-2};
+  CheckResult check = run(lengths);
+  REQUIRE(check.status() == Status::kNegativeLength);
+  REQUIRE(check.index() == 1234);
+  lengths[1234] = LengthT{9};  // longer than max_len is fine: the row is full
+  lengths[4321] = LengthT{0};
+  lengths[4999] = LengthT{6};
+  check = run(lengths);
+  REQUIRE(check.ok());
 }
 
 TEST_CASE("bool masks round-trip through the owning buffer", "[mask][gpu]") {
@@ -131,7 +165,7 @@ TEST_CASE("bool masks round-trip through the owning buffer", "[mask][gpu]") {
   DeviceBuffer<bool> mask(std::vector<bool>(batch * max_len, true));  // poisoned: every slot says "real"
   Workspace workspace;
   run_with_workspace(workspace, [&](void* ws, std::size_t& bytes) {
-    return lengths_to_mask(ws, bytes, d_lengths.data(), batch, max_len, Align::kLeft, mask.data(), nullptr);
+    return lengths_to_mask(ws, bytes, d_lengths.data(), batch, max_len, Align::kLeft, mask.data(), nullptr, nullptr);
   });
   const std::vector<bool> got = mask.to_host();
   REQUIRE(got.size() == static_cast<std::size_t>(batch * max_len));
@@ -149,32 +183,32 @@ TEST_CASE("masks reject bad arguments and name them", "[mask][gpu][errors]") {
   std::size_t bytes = 0;
   auto message_has = [](const char* text) { return std::string(last_error_message()).find(text) != std::string::npos; };
 
-  REQUIRE_OK(lengths_to_mask(nullptr, bytes, lengths.data(), 2, 4, Align::kLeft, mask.data(), nullptr));
-  REQUIRE(lengths_to_mask(nullptr, bytes, lengths.data(), -1, 4, Align::kLeft, mask.data(), nullptr) ==
+  REQUIRE_OK(lengths_to_mask(nullptr, bytes, lengths.data(), 2, 4, Align::kLeft, mask.data(), nullptr, nullptr));
+  REQUIRE(lengths_to_mask(nullptr, bytes, lengths.data(), -1, 4, Align::kLeft, mask.data(), nullptr, nullptr) ==
           Status::kInvalidArgument);
   REQUIRE(message_has("batch"));
-  REQUIRE(lengths_to_mask(nullptr, bytes, lengths.data(), 2, -4, Align::kLeft, mask.data(), nullptr) ==
+  REQUIRE(lengths_to_mask(nullptr, bytes, lengths.data(), 2, -4, Align::kLeft, mask.data(), nullptr, nullptr) ==
           Status::kInvalidArgument);
   REQUIRE(message_has("max_len"));
-  REQUIRE(lengths_to_mask<std::int32_t>(nullptr, bytes, nullptr, 2, 4, Align::kLeft, mask.data(), nullptr) ==
+  REQUIRE(lengths_to_mask<std::int32_t>(nullptr, bytes, nullptr, 2, 4, Align::kLeft, mask.data(), nullptr, nullptr) ==
           Status::kNullPointer);
   REQUIRE(message_has("lengths"));
-  REQUIRE(lengths_to_mask(nullptr, bytes, lengths.data(), 2, 4, Align::kLeft, nullptr, nullptr) ==
+  REQUIRE(lengths_to_mask(nullptr, bytes, lengths.data(), 2, 4, Align::kLeft, nullptr, nullptr, nullptr) ==
           Status::kNullPointer);
   REQUIRE(message_has("mask"));
-  REQUIRE_OK(lengths_to_mask(nullptr, bytes, lengths.data(), 2, 0, Align::kLeft, nullptr, nullptr));
-  REQUIRE_OK(lengths_to_mask<std::int32_t>(nullptr, bytes, nullptr, 0, 4, Align::kLeft, nullptr, nullptr));
-  REQUIRE(lengths_to_mask(nullptr, bytes, lengths.data(), 2, 4, static_cast<Align>(3), mask.data(), nullptr) ==
+  REQUIRE_OK(lengths_to_mask(nullptr, bytes, lengths.data(), 2, 0, Align::kLeft, nullptr, nullptr, nullptr));
+  REQUIRE_OK(lengths_to_mask<std::int32_t>(nullptr, bytes, nullptr, 0, 4, Align::kLeft, nullptr, nullptr, nullptr));
+  REQUIRE(lengths_to_mask(nullptr, bytes, lengths.data(), 2, 4, static_cast<Align>(3), mask.data(), nullptr, nullptr) ==
           Status::kInvalidArgument);
   const std::int64_t huge = std::int64_t{1} << 40;
-  REQUIRE(lengths_to_mask(nullptr, bytes, lengths.data(), huge, huge, Align::kLeft, mask.data(), nullptr) ==
+  REQUIRE(lengths_to_mask(nullptr, bytes, lengths.data(), huge, huge, Align::kLeft, mask.data(), nullptr, nullptr) ==
           Status::kSizeOverflow);
 
-  REQUIRE_OK(lengths_to_additive_mask(nullptr, bytes, lengths.data(), 2, 4, Align::kRight, additive.data(), nullptr));
+  REQUIRE_OK(lengths_to_additive_mask(nullptr, bytes, lengths.data(), 2, 4, Align::kRight, additive.data(), nullptr, nullptr));
   half* odd = reinterpret_cast<half*>(reinterpret_cast<char*>(additive.data()) + 1);
-  REQUIRE(lengths_to_additive_mask(nullptr, bytes, lengths.data(), 2, 4, Align::kRight, odd, nullptr) ==
+  REQUIRE(lengths_to_additive_mask(nullptr, bytes, lengths.data(), 2, 4, Align::kRight, odd, nullptr, nullptr) ==
           Status::kInvalidArgument);
   REQUIRE(message_has("aligned"));
   REQUIRE(lengths_to_additive_mask(nullptr, bytes, lengths.data(), 2, 4, Align::kRight,
-                                   static_cast<float*>(nullptr), nullptr) == Status::kNullPointer);
+                                   static_cast<float*>(nullptr), nullptr, nullptr) == Status::kNullPointer);
 }
