@@ -40,7 +40,7 @@ class DeviceBuffer {
       data_ = static_cast<T*>(ptr);
     }
   }
-  DeviceBuffer(const std::vector<T>& host, cudaStream_t stream = nullptr) : DeviceBuffer(host.size(), stream) {
+  explicit DeviceBuffer(const std::vector<T>& host, cudaStream_t stream = nullptr) : DeviceBuffer(host.size(), stream) {
     if constexpr (std::is_same_v<T, bool>) {
       // std::vector<bool> packs bits and has no data(): stage through one byte per element.
       const std::vector<unsigned char> bytes(host.begin(), host.end());

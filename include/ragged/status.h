@@ -33,7 +33,8 @@ const char* last_error_message();
 // Records `message` as this thread's last error and returns `status`: `return fail(Status::kX, "...")`.
 Status fail(Status status, const std::string& message);
 
-// Turns a CUDA error into kCudaError with a message naming `what`; kSuccess for cudaSuccess.
+// Turns a CUDA error into kCudaError (kNoDevice for cudaErrorNoDevice / cudaErrorInsufficientDriver) with a
+// message naming `what`; kSuccess for cudaSuccess.
 Status from_cuda(cudaError_t error, const char* what);
 
 // Thrown by the owning convenience layer.

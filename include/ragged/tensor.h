@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,9 @@ class RaggedTensor {
     t.inner_dims_ = std::move(inner_dims);
     const std::int64_t inner = detail::product(t.inner_dims_);
     t.batch_ = static_cast<std::int64_t>(offsets.size()) - 1;
-    const std::int64_t capacity = inner > 0 ? static_cast<std::int64_t>(values.size()) / inner : 0;
+    // With an inner size of 0 the values hold nothing however many rows there are: any nnz fits.
+    const std::int64_t capacity = inner > 0 ? static_cast<std::int64_t>(values.size()) / inner
+                                            : std::numeric_limits<std::int64_t>::max();
     const std::vector<OffsetT> host = offsets.to_host();
     throw_if_error(validate_offsets_host(host.data(), t.batch_, capacity, -1));
     t.nnz_ = static_cast<std::int64_t>(host.back());

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "ragged/config.h"
 #include "ragged/dtype.h"
@@ -23,6 +24,12 @@ struct RaggedView {
   std::int64_t inner = 1;  // product of the inner dims
 
   RAGGED_HOST_DEVICE std::int64_t row_elems() const { return inner; }
+
+  // A view of mutable values passes where a read-only one is expected (as T* converts to const T*).
+  template <typename U = T, typename = std::enable_if_t<std::is_same<U, T>::value && !std::is_const<U>::value>>
+  RAGGED_HOST_DEVICE operator RaggedView<const U, OffsetT>() const {
+    return {values, offsets, batch, nnz, inner};
+  }
 };
 
 // [batch, max_len, inner] dense tensor, as a padded pipeline stores a batch.
@@ -32,6 +39,11 @@ struct PaddedView {
   std::int64_t batch = 0;
   std::int64_t max_len = 0;
   std::int64_t inner = 1;
+
+  template <typename U = T, typename = std::enable_if_t<std::is_same<U, T>::value && !std::is_const<U>::value>>
+  RAGGED_HOST_DEVICE operator PaddedView<const U>() const {
+    return {data, batch, max_len, inner};
+  }
 };
 
 // Where the real tokens sit inside a padded row of max_len slots.
