@@ -26,6 +26,7 @@ Status check_layout(const SequenceLayout<OffsetT>& s, std::int64_t batch, const 
   if (s.offsets != nullptr && s.lengths != nullptr)
     return fail(Status::kInvalidArgument, n + ": give offsets (ragged) or lengths (padded), not both");
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(s.rows, (n + ".rows").c_str()));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(s.lengths, 0, (n + ".lengths").c_str()));  // null or aligned
   if (s.offsets != nullptr) return Status::kSuccess;
   if (batch > 0 && s.lengths == nullptr)
     return fail(Status::kNullPointer, n + " has neither offsets (ragged) nor lengths (padded) for " + str(batch) +
@@ -117,7 +118,7 @@ Status check_args(const AttentionArgs<T, OffsetT>& a) {
   RAGGED_RETURN_IF_ERROR(check_heads<T>(a.k.data, a.k.token_stride, a.k.head_stride, rk, a.heads_kv, d, "k"));
   RAGGED_RETURN_IF_ERROR(check_heads<T>(a.v.data, a.v.token_stride, a.v.head_stride, rk, a.heads_kv, d, "v"));
   RAGGED_RETURN_IF_ERROR(check_heads<T>(a.o.data, a.o.token_stride, a.o.head_stride, rq, a.heads_q, d, "o"));
-  return Status::kSuccess;
+  return detail::check_pointer(a.lse, 0, "lse");  // optional: null or aligned
 }
 
 template <typename OffsetT>

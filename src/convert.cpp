@@ -109,6 +109,7 @@ Status lengths_to_mask(void* d_workspace, std::size_t& workspace_bytes, const Le
                        std::int64_t max_len, Align align, bool* d_mask, CheckResult* d_check,
                        cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_mask_args(d_lengths, batch, max_len, align, d_mask, sizeof(bool)));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_check, 0, "check"));  // optional: null or aligned
   if (d_workspace == nullptr) {
     workspace_bytes = 0;
     return Status::kSuccess;
@@ -122,6 +123,7 @@ Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes,
                                 std::int64_t batch, std::int64_t max_len, Align align, T* d_mask,
                                 CheckResult* d_check, cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_mask_args(d_lengths, batch, max_len, align, d_mask, sizeof(T)));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_check, 0, "check"));  // optional: null or aligned
   if (d_workspace == nullptr) {
     workspace_bytes = 0;
     return Status::kSuccess;

@@ -16,6 +16,7 @@ Status lengths_to_offsets(void* d_workspace, std::size_t& workspace_bytes, const
   RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_lengths, batch, "lengths"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_offsets, batch + 1, "offsets"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_check, 0, "check"));  // optional: null or aligned
   detail::WorkspaceLayout layout(d_workspace);
   std::int64_t* d_scan = layout.take_array<std::int64_t>(batch);
   std::size_t cub_bytes = 0;

@@ -38,8 +38,8 @@ int key_bits(std::int64_t max_steps) {
 }
 
 // The checks pack and unpack share: the ragged side (`name`), the packed buffer and the layout arrays they read.
-template <typename T, typename OffsetT>
-Status check_move_args(const RaggedView<T, OffsetT>& ragged, const char* name, const void* d_packed,
+template <typename T, typename OffsetT, typename PackedT>
+Status check_move_args(const RaggedView<T, OffsetT>& ragged, const char* name, const PackedT* d_packed,
                        const PackedLayout<OffsetT>& layout) {
   const std::string view(name);
   RAGGED_RETURN_IF_ERROR(detail::check_batch(ragged.batch, (view + ".batch").c_str()));
@@ -73,6 +73,7 @@ Status packing_order(void* d_workspace, std::size_t& workspace_bytes, const Offs
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(layout.sorted_lengths, batch, "layout.sorted_lengths"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(layout.batch_sizes, layout.max_steps, "layout.batch_sizes"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(layout.step_offsets, layout.max_steps + 1, "layout.step_offsets"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_check, 0, "check"));  // optional: null or aligned
 
   // Workspace: the sort's first key / value buffers (the layout's sorted arrays are the second ones), then one
   // CUB temp region shared by the sort and the scan, which run one after the other on the stream.

@@ -69,9 +69,13 @@ Status check_desc(const RnnDesc& desc) {
     return fail(Status::kInvalidArgument, "desc.proj_size = " + std::to_string(desc.proj_size) +
                                               " must be smaller than hidden_size = " +
                                               std::to_string(desc.hidden_size));
-  // cuBLAS dimensions and leading dimensions are int.
+  // cuBLAS dimensions and leading dimensions are int: bound each size before the products below.
+  if (desc.input_size > kIntMax || desc.hidden_size > kIntMax || desc.num_layers > kIntMax)
+    return fail(Status::kSizeOverflow, "desc: input_size = " + std::to_string(desc.input_size) + ", hidden_size = " +
+                                           std::to_string(desc.hidden_size) + " and num_layers = " +
+                                           std::to_string(desc.num_layers) + " must each fit int");
   const std::int64_t gate_rows = rnn_gate_count(desc.mode) * desc.hidden_size;
-  if (desc.input_size > kIntMax || gate_rows * rnn_directions(desc) > kIntMax ||
+  if (gate_rows * rnn_directions(desc) > kIntMax ||
       rnn_directions(desc) * rnn_state_size(desc) > kIntMax)
     return fail(Status::kSizeOverflow, "desc: input_size = " + std::to_string(desc.input_size) + " / hidden_size = " +
                                            std::to_string(desc.hidden_size) + " exceed the int sizes of cuBLAS");
@@ -118,8 +122,16 @@ Status check_args(const RnnArgs<T, OffsetT>& args) {
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(in.offsets, in.batch + 1, "input.offsets"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(in.values, in.nnz * in.inner, "input.values"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(args.output, in.nnz * dirs * S, "output"));
-  if (!lstm && (args.c0 != nullptr || args.cn != nullptr))
-    return fail(Status::kInvalidArgument, "c0 / cn are given for a GRU, which has no cell state");
+  if (!lstm && args.c0 != nullptr)
+    return fail(Status::kInvalidArgument, "c0 is given for a GRU, which has no cell state");
+  if (!lstm && args.cn != nullptr)
+    return fail(Status::kInvalidArgument, "cn is given for a GRU, which has no cell state");
+  // The optional pointers: null or aligned to their element type.
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(args.h0, 0, "h0"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(args.c0, 0, "c0"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(args.hn, 0, "hn"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(args.cn, 0, "cn"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(args.check, 0, "check"));
   if (args.algo != RnnAlgo::kAuto && args.algo != RnnAlgo::kPerStep && args.algo != RnnAlgo::kPersistent)
     return fail(Status::kInvalidArgument, "algo = " + std::to_string(static_cast<int>(args.algo)) + " is unknown");
   if (in.nnz > 0 && args.cublas == nullptr)

@@ -115,6 +115,7 @@ Status segment_reduce(void* d_workspace, std::size_t& workspace_bytes, RaggedVie
     return fail(Status::kInvalidArgument, "segment_reduce: unknown ReduceOp " + std::to_string(static_cast<int>(op)));
   RAGGED_RETURN_IF_ERROR(check_ragged(src, true, "segment_reduce"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_out, src.batch * src.inner, "out"));
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_arg, 0, "arg"));  // optional: null or aligned
   if (d_arg != nullptr && !is_extreme(op))
     return fail(Status::kInvalidArgument,
                 std::string("segment_reduce: arg output given for ") + reduce_op_name(op) + "; only max and min have one");

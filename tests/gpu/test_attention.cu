@@ -2,8 +2,9 @@
 // int32 and int64 offsets, head_dim 64 and 128, causal and not, MHA / GQA / MQA, query lengths different from
 // key lengths, zero-length and length-1 sequences, lengths that are not multiples of the tiles, one long
 // sequence among many short ones, thousands of tiny sequences, spare rows; padded layout = ragged layout and
-// batch invariance (bitwise); strided (fused QKV) inputs; graph capture; the RaggedTensor convenience call; bad
-// arguments and malformed offsets (no out-of-bounds access: compute-sanitizer runs this file).
+// batch invariance (bitwise); strided (fused QKV) inputs; graph capture; the RaggedTensor convenience call;
+// malformed offsets (no out-of-bounds access: compute-sanitizer runs this file). The bad-argument errors are
+// checked without a GPU in tests/cpu/test_argument_checks.cpp.
 //
 // Tolerance (after FlashAttention's test): over all valid elements of a case,
 //   max |O - O_ref| <= 2 * max |O_naive - O_ref| + slack,
@@ -16,7 +17,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -443,9 +443,9 @@ TEST_CASE("attention can be captured in a CUDA graph", "[attention][gpu][graph]"
   REQUIRE_CUDA(cudaStreamSynchronize(stream));
   REQUIRE_BITWISE_EQUAL(o.to_host(), expected.o);
   REQUIRE_BITWISE_EQUAL(lse.to_host(), expected.lse);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+  REQUIRE_CUDA(cudaGraphExecDestroy(exec));
+  REQUIRE_CUDA(cudaGraphDestroy(graph));
+  REQUIRE_CUDA(cudaStreamDestroy(stream));
 }
 
 TEST_CASE("attention on RaggedTensors matches the low-level call", "[attention][gpu]") {
@@ -494,57 +494,6 @@ TEST_CASE("attention on RaggedTensors waits for K and V on their own stream, wit
     REQUIRE_CUDA(cudaStreamSynchronize(kv_stream));
   }
   REQUIRE_CUDA(cudaStreamDestroy(kv_stream));
-}
-
-TEST_CASE("attention rejects bad arguments", "[attention][gpu][errors]") {
-  auto rng = test::make_rng(608);
-  const auto h = test::random_attention<half, std::int32_t>({10, 20}, {15, 5}, 4, 2, 64, false, rng);
-  const DeviceAttention<half, std::int32_t> dev(h);
-  DeviceBuffer<half> o(static_cast<std::size_t>(h.o_elems()));
-  DeviceBuffer<float> lse(static_cast<std::size_t>(h.lse_elems()));
-  const auto good = dev.args(o.data(), lse.data());
-  std::size_t bytes = 0;
-  REQUIRE_OK(varlen_attention_forward(nullptr, bytes, good, nullptr));
-
-  struct Bad {
-    const char* what;
-    Status expected;
-    std::function<void(AttentionArgs<half, std::int32_t>&)> change;
-  };
-  const Bad cases[] = {
-      {"heads_kv does not divide heads_q", Status::kInvalidArgument, [](auto& a) { a.heads_kv = 3; }},
-      {"heads_q = 0", Status::kInvalidArgument, [](auto& a) { a.heads_q = 0; }},
-      {"head_dim 96", Status::kUnsupportedShape, [](auto& a) { a.head_dim = 96; }},
-      {"head_dim 256", Status::kUnsupportedShape, [](auto& a) { a.head_dim = 256; }},
-      {"query_tile 96", Status::kInvalidArgument, [](auto& a) { a.query_tile = 96; }},
-      {"query_tile 32 (the float kernel's)", Status::kInvalidArgument, [](auto& a) { a.query_tile = 32; }},
-      {"scale 0", Status::kInvalidArgument, [](auto& a) { a.scale = 0.0f; }},
-      {"scale < 0", Status::kInvalidArgument, [](auto& a) { a.scale = -0.125f; }},
-      {"scale NaN", Status::kInvalidArgument, [](auto& a) { a.scale = std::numeric_limits<float>::quiet_NaN(); }},
-      {"negative batch", Status::kInvalidArgument, [](auto& a) { a.batch = -1; }},
-      {"null q", Status::kNullPointer, [](auto& a) { a.q.data = nullptr; }},
-      {"null v", Status::kNullPointer, [](auto& a) { a.v.data = nullptr; }},
-      {"null o", Status::kNullPointer, [](auto& a) { a.o.data = nullptr; }},
-      {"null q offsets and lengths", Status::kNullPointer, [](auto& a) { a.q_seq.offsets = nullptr; }},
-      {"offsets and lengths", Status::kInvalidArgument, [](auto& a) { a.k_seq.lengths = a.k_seq.offsets; }},
-      {"padded rows != batch * max_len", Status::kInvalidArgument,
-       [](auto& a) { a.q_seq = SequenceLayout<std::int32_t>::padded(a.q_seq.offsets, a.batch, 20); a.q_seq.rows = 41; }},
-      {"negative rows", Status::kInvalidArgument, [](auto& a) { a.k_seq.rows = -1; }},
-      {"token stride not a multiple of 8 halves", Status::kInvalidArgument, [](auto& a) { a.k.token_stride = 132; }},
-      {"negative head stride", Status::kInvalidArgument, [](auto& a) { a.v.head_stride = -64; }},
-      {"misaligned o", Status::kInvalidArgument, [](auto& a) { a.o.data = a.o.data + 1; }},
-      {"heads_q > 65535", Status::kUnsupportedShape, [](auto& a) { a.heads_q = 70000; a.heads_kv = 70000; }},
-  };
-  for (const Bad& c : cases) {
-    INFO(c.what);
-    AttentionArgs<half, std::int32_t> a = good;
-    c.change(a);
-    std::size_t query_bytes = 0;
-    REQUIRE(varlen_attention_forward(nullptr, query_bytes, a, nullptr) == c.expected);
-    REQUIRE(std::string(last_error_message()).size() > 0);
-    DeviceBuffer<unsigned char> ws(1);
-    REQUIRE(varlen_attention_forward(ws.data(), bytes, a, nullptr) == c.expected);
-  }
 }
 
 TEST_CASE("attention with malformed offsets or lengths stays in bounds", "[attention][gpu][errors]") {

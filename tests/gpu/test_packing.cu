@@ -1,11 +1,11 @@
 // Device packing order, pack and unpack against the CPU reference: bitwise equality of every layout array and
 // of the packed / unpacked data, across regimes, dtypes, offset types and inner sizes; the exact workspace
-// query, truncation by max_steps, graph capture, bad arguments and malformed inputs.
+// query, truncation by max_steps, graph capture and malformed inputs. The bad-argument errors are checked without
+// a GPU in tests/cpu/test_argument_checks.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <limits>
-#include <string>
 #include <vector>
 
 #include "common/test_util.h"
@@ -346,104 +346,6 @@ TEST_CASE("packing_order, pack and unpack can be captured in a CUDA graph", "[pa
     REQUIRE_CUDA(cudaDeviceSynchronize());
   }
   REQUIRE_CUDA(cudaStreamDestroy(stream));
-}
-
-TEST_CASE("packing bad arguments are refused with a message naming them", "[packing][errors]") {
-  std::int32_t offsets_storage[3] = {0, 2, 3};
-  std::int64_t indices[2] = {0, 1}, inverse[2] = {0, 1};
-  std::int32_t lengths[2] = {2, 1}, sizes[2] = {2, 1}, steps[3] = {0, 2, 3};
-  const PackedLayout<std::int32_t> good{2, 2, indices, inverse, lengths, sizes, steps};
-  std::size_t bytes = 0;
-  auto order = [&](const std::int32_t* offsets, std::int64_t batch, PackedLayout<std::int32_t> layout) {
-    return packing_order<std::int32_t>(nullptr, bytes, offsets, batch, layout, nullptr, nullptr);
-  };
-  auto message_has = [](const char* text) { return std::string(last_error_message()).find(text) != std::string::npos; };
-
-  REQUIRE(order(offsets_storage, -1, good) == Status::kInvalidArgument);
-  REQUIRE(message_has("batch"));
-  REQUIRE(order(offsets_storage, 1, good) == Status::kInvalidArgument);
-  REQUIRE(message_has("layout.batch"));
-  PackedLayout<std::int32_t> layout = good;
-  layout.max_steps = -3;
-  REQUIRE(order(offsets_storage, 2, layout) == Status::kInvalidArgument);
-  REQUIRE(message_has("max_steps"));
-  REQUIRE(order(nullptr, 2, good) == Status::kNullPointer);
-  REQUIRE(message_has("offsets"));
-  PackedLayout<std::int32_t> empty{0, 0, nullptr, nullptr, nullptr, nullptr, steps};
-  REQUIRE(order(nullptr, 0, empty) == Status::kNullPointer);  // offsets always holds batch + 1 entries
-  empty.step_offsets = nullptr;
-  REQUIRE(order(offsets_storage, 0, empty) == Status::kNullPointer);
-  REQUIRE(message_has("step_offsets"));
-  layout = good;
-  layout.sorted_indices = nullptr;
-  REQUIRE(order(offsets_storage, 2, layout) == Status::kNullPointer);
-  REQUIRE(message_has("sorted_indices"));
-  layout = good;
-  layout.unsorted_indices = nullptr;
-  REQUIRE(order(offsets_storage, 2, layout) == Status::kNullPointer);
-  layout = good;
-  layout.sorted_lengths = nullptr;
-  REQUIRE(order(offsets_storage, 2, layout) == Status::kNullPointer);
-  layout = good;
-  layout.batch_sizes = nullptr;
-  REQUIRE(order(offsets_storage, 2, layout) == Status::kNullPointer);
-  REQUIRE(message_has("batch_sizes"));
-  // A batch whose counts cannot be held by int32 batch_sizes.
-  layout = good;
-  layout.batch = std::int64_t{std::numeric_limits<std::int32_t>::max()} + 1;
-  REQUIRE(order(offsets_storage, layout.batch, layout) == Status::kSizeOverflow);
-
-  // pack / unpack
-  float values[3] = {1, 2, 3}, packed[3] = {};
-  const RaggedView<const float, std::int32_t> src{values, offsets_storage, 2, 3, 1};
-  auto pack = [&](RaggedView<const float, std::int32_t> view, PackedLayout<std::int32_t> l, float* out) {
-    return pack_sequences<float, std::int32_t>(nullptr, bytes, view, l, out, nullptr);
-  };
-  REQUIRE(pack(src, good, packed) == Status::kSuccess);
-  REQUIRE(bytes == 0);
-  REQUIRE(pack(src, good, nullptr) == Status::kNullPointer);
-  REQUIRE(message_has("packed"));
-  auto bad = src;
-  bad.values = nullptr;
-  REQUIRE(pack(bad, good, packed) == Status::kNullPointer);
-  REQUIRE(message_has("src.values"));
-  bad = src;
-  bad.batch = 3;
-  REQUIRE(pack(bad, good, packed) == Status::kInvalidArgument);
-  REQUIRE(message_has("src.batch"));
-  bad = src;
-  bad.nnz = -1;
-  REQUIRE(pack(bad, good, packed) == Status::kInvalidArgument);
-  bad = src;
-  bad.inner = -2;
-  REQUIRE(pack(bad, good, packed) == Status::kInvalidArgument);
-  REQUIRE(message_has("src.inner"));
-  bad = src;
-  bad.nnz = std::numeric_limits<std::int64_t>::max() / 2;
-  bad.inner = 4;
-  REQUIRE(pack(bad, good, packed) == Status::kSizeOverflow);
-  layout = good;
-  layout.step_offsets = nullptr;
-  REQUIRE(pack(src, layout, packed) == Status::kNullPointer);
-  REQUIRE(message_has("layout.step_offsets"));
-  layout = good;
-  layout.sorted_indices = nullptr;
-  REQUIRE(pack(src, layout, packed) == Status::kNullPointer);
-
-  float out[3] = {};
-  const RaggedView<float, std::int32_t> dst{out, offsets_storage, 2, 3, 1};
-  REQUIRE(unpack_sequences<float, std::int32_t>(nullptr, bytes, packed, good, dst, nullptr) == Status::kSuccess);
-  REQUIRE(unpack_sequences<float, std::int32_t>(nullptr, bytes, nullptr, good, dst, nullptr) == Status::kNullPointer);
-  auto bad_dst = dst;
-  bad_dst.batch = 1;
-  REQUIRE(unpack_sequences<float, std::int32_t>(nullptr, bytes, packed, good, bad_dst, nullptr) ==
-          Status::kInvalidArgument);
-  REQUIRE(message_has("dst.batch"));
-  bad_dst = dst;
-  bad_dst.offsets = nullptr;
-  REQUIRE(unpack_sequences<float, std::int32_t>(nullptr, bytes, packed, good, bad_dst, nullptr) ==
-          Status::kNullPointer);
-  REQUIRE(message_has("dst.offsets"));
 }
 
 TEMPLATE_TEST_CASE("malformed offsets and layouts stay in bounds", "[packing][malformed]", std::int32_t,

@@ -2,7 +2,8 @@
 // directions, proj_size, every dtype, int32 and int64 offsets, every length regime (unsorted lengths,
 // zero-length sequences, batch of 1, one long sequence among short ones), both recurrent paths forced, hidden
 // sizes that need several blocks, k chunks and batch chunks; batch invariance, graph capture, truncation by
-// max_steps, bad arguments and malformed offsets.
+// max_steps, a short workspace and malformed offsets (the other argument errors:
+// tests/cpu/test_argument_checks.cpp).
 //
 // Tolerance (FlashAttention's rule): the device error against the exact reference (double) may be at most twice
 // the error of a plain same-precision computation (reference kStorage: float accumulation, h rounded to T each
@@ -573,7 +574,9 @@ TEST_CASE("rnn_forward can be captured in a CUDA graph", "[rnn]") {
   REQUIRE_CUDA(cudaStreamDestroy(stream));
 }
 
-TEST_CASE("rnn_forward rejects bad arguments", "[rnn][errors]") {
+// The argument errors are checked without a GPU in tests/cpu/test_argument_checks.cpp; these need the query
+// (packing_order asks CUB for its temp size) or the device's shared memory.
+TEST_CASE("rnn_forward refuses a short workspace and a persistent kernel that cannot fit", "[rnn][errors]") {
   CublasHandle cublas;
   auto rng = test::make_rng(1000);
   const RnnDesc desc = make_desc(RnnMode::kLstm, 6, 16, 0, 2, true);
@@ -585,79 +588,7 @@ TEST_CASE("rnn_forward rejects bad arguments", "[rnn][errors]") {
       make_args(model, x, offsets, in, h0, c0, out, hn, cn, Options{}, cublas.handle, static_cast<CheckResult*>(nullptr));
   std::size_t bytes = 0;
   REQUIRE_OK((rnn_forward<float, std::int32_t>(nullptr, bytes, good, nullptr)));
-  auto query = [](const RnnArgs<float, std::int32_t>& a) {
-    std::size_t b = 0;
-    return rnn_forward<float, std::int32_t>(nullptr, b, a, nullptr);
-  };
-  std::vector<RnnLayerWeights<float>> weights = model.device_weights;
 
-  SECTION("null weights array") {
-    auto a = good;
-    a.weights = nullptr;
-    REQUIRE(query(a) == Status::kNullPointer);
-  }
-  SECTION("null w_hh of the reverse direction of layer 1") {
-    weights[3].w_hh = nullptr;
-    auto a = good;
-    a.weights = weights.data();
-    REQUIRE(query(a) == Status::kNullPointer);
-    REQUIRE(std::string(last_error_message()).find("weights[3].w_hh") != std::string::npos);
-  }
-  SECTION("null bias with bias = true") {
-    weights[0].b_ih = nullptr;
-    auto a = good;
-    a.weights = weights.data();
-    REQUIRE(query(a) == Status::kNullPointer);
-  }
-  SECTION("proj_size for a GRU, or not below hidden_size") {
-    auto a = good;
-    a.desc.mode = RnnMode::kGru;
-    a.desc.proj_size = 4;
-    REQUIRE(query(a) == Status::kInvalidArgument);
-    a = good;
-    a.desc.proj_size = 16;
-    REQUIRE(query(a) == Status::kInvalidArgument);
-  }
-  SECTION("non-positive sizes") {
-    auto a = good;
-    a.desc.hidden_size = 0;
-    REQUIRE(query(a) == Status::kInvalidArgument);
-    a = good;
-    a.desc.num_layers = 0;
-    REQUIRE(query(a) == Status::kInvalidArgument);
-    a = good;
-    a.max_steps = -1;
-    REQUIRE(query(a) == Status::kInvalidArgument);
-    a = good;
-    a.input.batch = -2;
-    REQUIRE(query(a) == Status::kInvalidArgument);
-  }
-  SECTION("input width differs from input_size") {
-    auto a = good;
-    a.input.inner = 5;
-    REQUIRE(query(a) == Status::kInvalidArgument);
-  }
-  SECTION("c0 for a GRU") {
-    auto a = good;
-    a.desc.mode = RnnMode::kGru;
-    REQUIRE(query(a) == Status::kInvalidArgument);
-  }
-  SECTION("null output, offsets or cuBLAS handle") {
-    auto a = good;
-    a.output = nullptr;
-    REQUIRE(query(a) == Status::kNullPointer);
-    a = good;
-    a.input.offsets = nullptr;
-    REQUIRE(query(a) == Status::kNullPointer);
-    a = good;
-    a.cublas = nullptr;
-    REQUIRE(query(a) == Status::kNullPointer);
-  }
-  SECTION("unknown algo") {
-    auto a = good;
-    a.algo = static_cast<RnnAlgo>(7);
-    REQUIRE(query(a) == Status::kInvalidArgument);
-  }
   SECTION("too small a workspace") {
     DeviceBuffer<unsigned char> workspace(bytes);
     std::size_t short_bytes = bytes - 1;
