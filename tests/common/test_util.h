@@ -95,6 +95,21 @@ void poison(DeviceBuffer<T>& buffer) {
                         : 0x5a);
 }
 
+// The two-phase call of a low-level op: queries the workspace, provides max(bytes, 1) bytes of it filled with
+// garbage (an op must not expect it zeroed), runs, synchronises. `op(void* workspace, std::size_t& bytes)`
+// returns Status; so does this.
+template <typename Op>
+Status run_two_phase(Op&& op) {
+  std::size_t bytes = 0;
+  const Status query = op(nullptr, bytes);
+  if (query != Status::kSuccess) return query;
+  DeviceBuffer<unsigned char> workspace(bytes > 0 ? bytes : 1);
+  workspace.fill_bytes(0xa5);
+  const Status run = op(workspace.data(), bytes);
+  if (run != Status::kSuccess) return run;
+  return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the op");
+}
+
 // Index of the first element whose bytes differ, or -1.
 template <typename T>
 std::int64_t first_bitwise_mismatch(const std::vector<T>& a, const std::vector<T>& b) {

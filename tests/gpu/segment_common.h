@@ -1,5 +1,5 @@
 // Shared by the segment_reduce / segment_softmax device tests: the type cases, the length sets, a device copy
-// of a host ragged tensor, the two-phase runner, the "naive same-precision" computations of the tolerance rule,
+// of a host ragged tensor, the malformed offsets cases, the "naive same-precision" computations of the tolerance rule,
 // and the comparison against the CPU reference.
 //
 // Tolerance rule (after FlashAttention's): a result in T is accepted when
@@ -39,6 +39,7 @@ using test::F16_I32;
 using test::F16_I64;
 using test::F32_I32;
 using test::F32_I64;
+using test::run_two_phase;
 
 constexpr std::int64_t kInnerSizes[] = {1, 3, 64, 1000};
 
@@ -80,8 +81,34 @@ inline std::vector<LengthSet> length_sets(std::mt19937_64& rng, std::int64_t inn
   return sets;
 }
 
+// Offsets that break every rule (kernels must stay in bounds and write only their outputs): decreasing,
+// negative, beyond nnz, offsets[0] != 0, the type's extremes, and overlapping rows that each span all of a
+// multi-chunk buffer, so that together they hold far more chunks than nnz does (partial buffers are sized
+// from nnz).
+template <typename OffsetT>
+struct MalformedOffsets {
+  const char* what;
+  std::vector<OffsetT> offsets;
+  std::int64_t nnz;
+};
+
+template <typename OffsetT>
+std::vector<MalformedOffsets<OffsetT>> malformed_offsets_cases() {
+  constexpr OffsetT kMax = std::numeric_limits<OffsetT>::max();
+  constexpr OffsetT kMin = std::numeric_limits<OffsetT>::min();
+  std::vector<MalformedOffsets<OffsetT>> cases = {
+      {"decreasing, negative and beyond nnz", {0, 5, 3, 100000, -7, 20, 20}, 20},
+      {"offsets[0] != 0", {7, 2, 2, 30, 19, 25, 40}, 20},
+      {"type extremes", {0, kMax, kMin, kMax, 0, 20, kMin}, 20},
+  };
+  MalformedOffsets<OffsetT> overlap{"overlapping long rows", {}, 40000};
+  for (int b = 0; b <= 41; ++b) overlap.offsets.push_back(b % 2 == 0 ? 0 : static_cast<OffsetT>(overlap.nnz));
+  cases.push_back(overlap);
+  return cases;
+}
+
 // ---------------------------------------------------------------------------------------------------------
-// Device data and the two-phase call.
+// Device data.
 // ---------------------------------------------------------------------------------------------------------
 template <typename T, typename OffsetT>
 struct DeviceRagged {
@@ -96,19 +123,6 @@ struct DeviceRagged {
   }
 };
 
-// Queries the workspace, allocates max(bytes, 1) bytes of it filled with garbage (an op must not expect it
-// zeroed), runs, synchronises. `op(void* workspace, std::size_t& bytes)` returns Status.
-template <typename Op>
-Status run_two_phase(Op&& op) {
-  std::size_t bytes = 0;
-  const Status query = op(nullptr, bytes);
-  if (query != Status::kSuccess) return query;
-  DeviceBuffer<unsigned char> workspace(std::max<std::size_t>(bytes, 1));
-  workspace.fill_bytes(0xa5);
-  const Status run = op(workspace.data(), bytes);
-  if (run != Status::kSuccess) return run;
-  return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the op");
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // Naive computations in T: every operation rounded to T (tolerance rule (2)).

@@ -41,6 +41,7 @@ using test::F16_I32;
 using test::F16_I64;
 using test::F32_I32;
 using test::F32_I64;
+using test::run_two_phase;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -54,18 +55,6 @@ const char* type_name() {
   return "float";
 }
 
-// Queries the workspace, provides max(bytes, 1) bytes of garbage, runs, synchronises.
-template <typename Op>
-Status run_two_phase(Op&& op) {
-  std::size_t bytes = 0;
-  const Status query = op(nullptr, bytes);
-  if (query != Status::kSuccess) return query;
-  DeviceBuffer<unsigned char> workspace(std::max<std::size_t>(bytes, 1));
-  workspace.fill_bytes(0xa5);
-  const Status run = op(workspace.data(), bytes);
-  if (run != Status::kSuccess) return run;
-  return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after attention");
-}
 
 template <typename T>
 struct Output {

@@ -8,19 +8,7 @@
 #include "ragged/segment_reduce.h"
 
 using namespace ragged;
-
-namespace {
-
-template <typename Run>
-void run_two_phase(Run&& run) {
-  std::size_t bytes = 0;
-  REQUIRE_OK(run(nullptr, bytes));
-  DeviceBuffer<unsigned char> ws(bytes > 0 ? bytes : 1);
-  REQUIRE_OK(run(ws.data(), bytes));
-  REQUIRE_CUDA(cudaDeviceSynchronize());
-}
-
-}  // namespace
+using test::run_two_phase;
 
 TEST_CASE("dynamic dispatch matches the typed ops", "[dynamic][gpu]") {
   auto rng = test::make_rng(71);
@@ -40,27 +28,27 @@ TEST_CASE("dynamic dispatch matches the typed ops", "[dynamic][gpu]") {
   DeviceBuffer<half> padded_typed(padded_dynamic.size());
   test::poison(padded_dynamic);
   test::poison(padded_typed);
-  run_two_phase([&](void* p, std::size_t& bytes) {
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
     return dynamic::ragged_to_padded(p, bytes, desc, padded_dynamic.data(), max_len, -2.5, Align::kRight,
                                      Truncate::kLeft, nullptr);
-  });
-  run_two_phase([&](void* p, std::size_t& bytes) {
+  }));
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
     return ragged_to_padded(p, bytes, view, PaddedView<half>{padded_typed.data(), batch, max_len, inner},
                             __float2half(-2.5f), Align::kRight, Truncate::kLeft, nullptr);
-  });
+  }));
   REQUIRE_BITWISE_EQUAL(padded_dynamic.to_host(), padded_typed.to_host());
 
   DeviceBuffer<half> max_dynamic(static_cast<std::size_t>(batch * inner)), max_typed(max_dynamic.size());
   DeviceBuffer<std::int64_t> arg_dynamic(max_dynamic.size()), arg_typed(max_dynamic.size());
   test::poison(max_dynamic);
   test::poison(max_typed);
-  run_two_phase([&](void* p, std::size_t& bytes) {
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
     return dynamic::segment_reduce(p, bytes, desc, ReduceOp::kMax, max_dynamic.data(), arg_dynamic.data(), 7.0f,
                                    nullptr);
-  });
-  run_two_phase([&](void* p, std::size_t& bytes) {
+  }));
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
     return segment_reduce(p, bytes, view, ReduceOp::kMax, max_typed.data(), arg_typed.data(), 7.0f, nullptr);
-  });
+  }));
   REQUIRE_BITWISE_EQUAL(max_dynamic.to_host(), max_typed.to_host());
   REQUIRE(arg_dynamic.to_host() == arg_typed.to_host());
 }

@@ -310,26 +310,8 @@ TEMPLATE_TEST_CASE("segment_reduce: a short workspace is refused, an empty batch
 TEMPLATE_TEST_CASE("segment_reduce stays in bounds with malformed offsets and args", "[segment][gpu][errors]",
                    std::int32_t, std::int64_t) {
   using OffsetT = TestType;
-  constexpr OffsetT kMax = std::numeric_limits<OffsetT>::max();
-  constexpr OffsetT kMin = std::numeric_limits<OffsetT>::min();
   auto rng = test::make_rng(406);
-  struct Malformed {
-    const char* what;
-    std::vector<OffsetT> offsets;
-    std::int64_t nnz;
-  };
-  std::vector<Malformed> cases = {
-      {"decreasing, negative and beyond nnz", {0, 5, 3, 100000, -7, 20, 20}, 20},
-      {"offsets[0] != 0", {7, 2, 2, 30, 19, 25, 40}, 20},
-      {"type extremes", {0, kMax, kMin, kMax, 0, 20, kMin}, 20},
-  };
-  // Overlapping rows: each odd row spans all of a multi-chunk buffer, so the rows together hold far more chunks
-  // than nnz does; partial buffers sized from nnz must still not overflow.
-  Malformed overlap{"overlapping long rows", {}, 40000};
-  for (int b = 0; b <= 41; ++b) overlap.offsets.push_back(b % 2 == 0 ? 0 : static_cast<OffsetT>(overlap.nnz));
-  cases.push_back(overlap);
-
-  for (const Malformed& c : cases) {
+  for (const MalformedOffsets<OffsetT>& c : malformed_offsets_cases<OffsetT>()) {
     for (std::int64_t inner : {1, 3, 64}) {
       INFO(c.what << ", inner " << inner);
       const std::int64_t batch = static_cast<std::int64_t>(c.offsets.size()) - 1;
