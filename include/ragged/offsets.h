@@ -5,6 +5,8 @@
 // `workspace_bytes` and returns kSuccess; otherwise it enqueues its work on `stream` and returns without
 // allocating or synchronising, so it can be captured in a CUDA graph. Argument errors are returned at once
 // (see last_error_message()); errors in the data on the device are recorded in an optional CheckResult.
+// The workspace may start at any address (the size includes the slack to align its pieces) and may hold
+// anything; every typed pointer must be aligned to its element type (kInvalidArgument otherwise).
 #pragma once
 
 #include <cuda_runtime_api.h>
