@@ -307,8 +307,10 @@ __global__ void __launch_bounds__(kMmaThreads)
         m = fmaxf(m, __shfl_xor_sync(kFullMask, m, 1));  // the 4 lanes of a group share a row
         m = fmaxf(m, __shfl_xor_sync(kFullMask, m, 2));
         // A row that has seen only masked keys keeps max -inf; subtracting 0 keeps exp2(-inf) = 0, not NaN.
-        const float base = m == -INFINITY ? 0.0f : m * p.scale_log2;
-        const float rescale = fast_exp2(row_max[mt][r] * p.scale_log2 - base);
+        // Both products round the same way (no FMA contraction), so an unchanged max rescales by exactly 1:
+        // a fused multiply-subtract would leave the rounding error of `base` in the exponent of every tile.
+        const float base = m == -INFINITY ? 0.0f : __fmul_rn(m, p.scale_log2);
+        const float rescale = fast_exp2(__fmul_rn(row_max[mt][r], p.scale_log2) - base);
         row_max[mt][r] = m;
         float sum = 0.0f;
 #pragma unroll

@@ -135,8 +135,10 @@ __global__ void __launch_bounds__(kSimtThreads) attention_simt_kernel(const __gr
       float m = fmaxf(row_max[r], s[r]);
 #pragma unroll
       for (int offset = 16; offset > 0; offset /= 2) m = fmaxf(m, __shfl_xor_sync(kFullMask, m, offset));
-      const float base = m == -INFINITY ? 0.0f : m * p.scale_log2;  // all masked so far: keep exp2(-inf) = 0
-      const float rescale = fast_exp2(row_max[r] * p.scale_log2 - base);
+      // All masked so far: base 0 keeps exp2(-inf) = 0. Both products round alike (no FMA contraction), so an
+      // unchanged max rescales by exactly 1 instead of drifting by base's rounding error every key tile.
+      const float base = m == -INFINITY ? 0.0f : __fmul_rn(m, p.scale_log2);
+      const float rescale = fast_exp2(__fmul_rn(row_max[r], p.scale_log2) - base);
       row_max[r] = m;
       const float e = fast_exp2(s[r] * p.scale_log2 - base);
       row_sum[r] = row_sum[r] * rescale + e;
