@@ -62,7 +62,9 @@ void fill_vector_flags(KernelParams<T>& p) {
   }
 }
 
-// Raises the kernel's dynamic shared-memory limit to `bytes`; kUnsupportedShape when the device allows less.
+// Lets the kernel use `bytes` of dynamic shared memory; kUnsupportedShape when the device allows less. The limit
+// is always set to the device's whole opt-in size, never to `bytes`: a limit that followed each call's shape
+// could be lowered by one host thread (or a smaller call) between another's set and its launch.
 inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char* name) {
   int device = 0, optin = 0;
   Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
@@ -70,11 +72,17 @@ inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char
   s = from_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                 "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
   if (s != Status::kSuccess) return s;
-  if (bytes > static_cast<std::size_t>(optin))
+  cudaFuncAttributes attributes{};
+  s = from_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
+  if (s != Status::kSuccess) return s;
+  const std::size_t dynamic_max = static_cast<std::size_t>(optin) - attributes.sharedSizeBytes;  // minus static
+  if (bytes > dynamic_max)
     return fail(Status::kUnsupportedShape, std::string(name) + " needs " + std::to_string(bytes) +
-                                               " bytes of shared memory, the device allows " + std::to_string(optin));
-  return from_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
-                   "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+                                               " bytes of shared memory, the device allows " +
+                                               std::to_string(dynamic_max));
+  return from_cuda(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dynamic_max)),
+      "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
 }
 
 

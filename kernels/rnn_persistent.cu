@@ -75,35 +75,42 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
   if (s != Status::kSuccess) return s;
   if (cooperative == 0 || sms <= 0) return Status::kSuccess;
 
-  // One block per SM at most: as few units per block as that allows (multiples of 4, at least 4).
+  // All blocks must be resident at once. Start from the fewest hidden units per block that one block per SM
+  // allows and take the first count whose blocks fit the chip: the padded gate rows (multiples of 16) decide the
+  // shared memory, so a count a little above the minimum can fit where a rounded-up one does not, and a larger
+  // count needs fewer blocks (bidirectional layers on an odd number of SMs). Shared memory only grows with the
+  // count, so the search stops at the first layout past the device's limit.
   const int gates = rnn_gate_count(mode);
-  std::int64_t units = std::max<std::int64_t>(4, rnn_round_up((dirs * hidden + sms - 1) / sms, 4));
-  units = std::min<std::int64_t>(units, rnn_round_up(hidden, 4));
-  const std::int64_t slices = (hidden + units - 1) / units;
-  const std::int64_t blocks = dirs * slices;
-  const std::int64_t proj_units = proj > 0 ? (proj + slices - 1) / slices : 0;
-  const RnnGemmGeometry gate = make_rnn_gemm_geometry(gates * units, state);
-  const RnnGemmGeometry projection = make_rnn_gemm_geometry(proj_units, hidden);
-  if (!rnn_gemm_fits_warps(gate) || (proj > 0 && !rnn_gemm_fits_warps(projection))) return Status::kSuccess;
-  const RnnSharedLayout shared = make_rnn_shared_layout(gate, projection, proj > 0, true, sizeof(T));
-  if (shared.total > static_cast<std::size_t>(optin)) return Status::kSuccess;
-
   const void* kernel = reinterpret_cast<const void*>(&rnn::rnn_persistent_kernel<T>);
-  s = from_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(shared.total)),
-                "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-  if (s != Status::kSuccess) return s;
-  int per_sm = 0;
-  s = from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRnnThreads, shared.total),
-                "cudaOccupancyMaxActiveBlocksPerMultiprocessor(rnn_persistent_kernel)");
-  if (s != Status::kSuccess) return s;
-  if (static_cast<std::int64_t>(per_sm) * sms < blocks) return Status::kSuccess;
+  const std::int64_t first = std::max<std::int64_t>(1, (dirs * hidden + sms - 1) / sms);
+  std::int64_t previous_slices = -1;
+  for (std::int64_t units = first; units <= hidden; ++units) {
+    const std::int64_t slices = (hidden + units - 1) / units;
+    if (slices == previous_slices) continue;  // the same blocks as a smaller count, with more shared memory
+    previous_slices = slices;
+    const std::int64_t blocks = dirs * slices;
+    const std::int64_t proj_units = proj > 0 ? (proj + slices - 1) / slices : 0;
+    const RnnGemmGeometry gate = make_rnn_gemm_geometry(gates * units, state);
+    const RnnGemmGeometry projection = make_rnn_gemm_geometry(proj_units, hidden);
+    if (!rnn_gemm_fits_warps(gate) || (proj > 0 && !rnn_gemm_fits_warps(projection))) return Status::kSuccess;
+    const RnnSharedLayout shared = make_rnn_shared_layout(gate, projection, proj > 0, true, sizeof(T));
+    if (shared.total > static_cast<std::size_t>(optin)) return Status::kSuccess;
+    s = rnn::set_shared_limit(kernel, shared.total, "rnn_persistent_kernel");
+    if (s == Status::kUnsupportedShape) return Status::kSuccess;  // static shared memory leaves too little
+    if (s != Status::kSuccess) return s;
+    int per_sm = 0;
+    s = from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRnnThreads, shared.total),
+                  "cudaOccupancyMaxActiveBlocksPerMultiprocessor(rnn_persistent_kernel)");
+    if (s != Status::kSuccess) return s;
+    if (static_cast<std::int64_t>(per_sm) * sms < blocks) continue;
 
-  plan.fits = true;
-  plan.units = static_cast<int>(units);
-  plan.slices = static_cast<int>(slices);
-  plan.proj_units = static_cast<int>(proj_units);
-  plan.shared_bytes = shared.total;
+    plan.fits = true;
+    plan.units = static_cast<int>(units);
+    plan.slices = static_cast<int>(slices);
+    plan.proj_units = static_cast<int>(proj_units);
+    plan.shared_bytes = shared.total;
+    return Status::kSuccess;
+  }
   return Status::kSuccess;
 }
 

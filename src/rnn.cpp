@@ -307,6 +307,15 @@ Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArg
   // packing_order resets args.check and records sequences longer than max_steps there.
   RAGGED_RETURN_IF_ERROR(
       packing_order<OffsetT>(s.packing, s.packing_bytes, in.offsets, B, s.layout, args.check, stream));
+  if (nnz > 0 && desc.num_layers > 1) {
+    // Every layer after the first projects all nnz rows of the previous layer's output, but the recurrence writes
+    // only rows that belong to a sequence: clear both ping-pong buffers so spare rows are zeros, not garbage
+    // (also with no sequence or no step at all, as rnn.h promises for several layers).
+    const std::size_t layer_bytes = static_cast<std::size_t>(nnz * dirs * S) * sizeof(T);
+    RAGGED_RETURN_IF_ERROR(from_cuda(cudaMemsetAsync(args.output, 0, layer_bytes, stream), "cudaMemsetAsync(output)"));
+    RAGGED_RETURN_IF_ERROR(
+        from_cuda(cudaMemsetAsync(s.layer_buffer, 0, layer_bytes, stream), "cudaMemsetAsync(layer buffer)"));
+  }
   if (B == 0) return Status::kSuccess;
   RAGGED_RETURN_IF_ERROR(
       detail::launch_rnn_slots<OffsetT>(in.offsets, nnz, s.layout, s.slot_begin, s.slot_length, s.active, stream));
@@ -315,14 +324,6 @@ Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArg
   CublasSession cublas(args.cublas);
   if (project) RAGGED_RETURN_IF_ERROR(cublas.begin(stream, s.cublas, args.cublas_workspace_bytes));
 
-  if (project && desc.num_layers > 1) {
-    // Every layer after the first projects all nnz rows of the previous layer's output, but the recurrence writes
-    // only rows that belong to a sequence: clear both ping-pong buffers so spare rows are zeros, not garbage.
-    const std::size_t layer_bytes = static_cast<std::size_t>(nnz * dirs * S) * sizeof(T);
-    RAGGED_RETURN_IF_ERROR(from_cuda(cudaMemsetAsync(args.output, 0, layer_bytes, stream), "cudaMemsetAsync(output)"));
-    RAGGED_RETURN_IF_ERROR(
-        from_cuda(cudaMemsetAsync(s.layer_buffer, 0, layer_bytes, stream), "cudaMemsetAsync(layer buffer)"));
-  }
 
   const std::int64_t xproj_ld = dirs * G * H;
   const T* layer_in = in.values;

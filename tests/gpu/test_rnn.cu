@@ -493,6 +493,37 @@ TEST_CASE("rnn_forward: spare rows past offsets[batch] are zero between layers, 
   }
 }
 
+TEST_CASE("rnn_forward: with several layers, rows no step writes are zero even when no step runs", "[rnn]") {
+  // rnn.h promises zeros in the rows that hold no result when there are several layers; that must hold also
+  // with max_steps = 0 (no step at all) and with an empty batch whose values still hold rows.
+  CublasHandle cublas;
+  auto rng = test::make_rng(851);
+  const RnnDesc desc = make_desc(RnnMode::kLstm, 5, 8, 0, 2, false);
+  Model<float> model(desc, rng);
+  SECTION("max_steps = 0") {
+    const auto in = make_inputs<float, std::int64_t>(desc, {3, 0, 2}, rng);
+    Options o;
+    o.max_steps = 0;
+    const Outputs<float> got = run_device(model, in, o, cublas.handle);
+    REQUIRE(got.output.size() == 5 * 8);
+    for (std::size_t i = 0; i < got.output.size(); ++i) {
+      INFO("output element " << i);
+      REQUIRE(got.output[i] == 0.0f);
+    }
+  }
+  SECTION("an empty batch over 4 rows of values") {
+    auto in = make_inputs<float, std::int32_t>(desc, {}, rng);
+    in.x.values = test::random_values<float>(4 * 5, rng);
+    in.x.nnz = 4;
+    const Outputs<float> got = run_device(model, in, Options{}, cublas.handle);
+    REQUIRE(got.output.size() == 4 * 8);
+    for (std::size_t i = 0; i < got.output.size(); ++i) {
+      INFO("output element " << i);
+      REQUIRE(got.output[i] == 0.0f);
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("the owning Rnn layer gives bitwise the low-level results", "[rnn][module]", float, bfloat16) {
   using T = TestType;
   CublasHandle cublas;
