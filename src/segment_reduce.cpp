@@ -1,6 +1,7 @@
 // Public segment reduction / softmax API: argument checks, geometry, workspace layout and dispatch.
 #include "ragged/segment_reduce.h"
 
+#include <algorithm>
 #include <string>
 
 #include "segment_launch.h"
@@ -50,22 +51,32 @@ struct SegmentScratch {
   int* arrivals = nullptr;  // softmax only: [capacity * tiles]
 };
 
+// The op's geometry `g` and the one it would have at the other vector width (`other`): the workspace is sized for
+// whichever needs more, so that its size does not depend on where the tensors sit. A caller may query once and
+// run on other pointers; the vector width (16 bytes when the pointers are aligned) changes the chunk size.
+struct Geometries {
+  SegmentGeometry g;
+  SegmentGeometry other;
+};
+
 // Softmax's per-(row, column tile) arrival counters (SegmentSoftmaxArgs::arrivals), after the partials.
-void carve_arrivals(detail::WorkspaceLayout& layout, const SegmentGeometry& g, SegmentScratch& scratch) {
-  scratch.arrivals = layout.take_array<int>(scratch.capacity * g.tiles);
+void carve_arrivals(detail::WorkspaceLayout& layout, const Geometries& gs, std::int64_t nnz, SegmentScratch& scratch) {
+  const std::int64_t other = detail::max_partial_chunks(nnz, gs.other) * gs.other.tiles;
+  scratch.arrivals = layout.take_array<int>(std::max(scratch.capacity * gs.g.tiles, other));
 }
 
 template <typename OffsetT>
 Status carve_scratch(detail::WorkspaceLayout& layout, const OffsetT* offsets, std::int64_t batch, std::int64_t nnz,
-                     const SegmentGeometry& g, std::size_t partial_b_elem_bytes, SegmentScratch& scratch) {
+                     const Geometries& gs, std::size_t partial_b_elem_bytes, SegmentScratch& scratch) {
+  const SegmentGeometry& g = gs.g;
   scratch.plan = layout.take_array<RowWork>(batch + 1);
   RAGGED_RETURN_IF_ERROR(
       detail::launch_segment_plan<OffsetT>(nullptr, scratch.cub_bytes, offsets, batch, nnz, g, nullptr, nullptr));
   scratch.cub = layout.take(scratch.cub_bytes);
   scratch.capacity = detail::max_partial_chunks(nnz, g);
-  scratch.partial_a = layout.take_array<float>(scratch.capacity * g.inner);
-  if (partial_b_elem_bytes > 0)
-    scratch.partial_b = layout.take(static_cast<std::size_t>(scratch.capacity * g.inner) * partial_b_elem_bytes);
+  const std::int64_t rows = std::max(scratch.capacity, detail::max_partial_chunks(nnz, gs.other)) * g.inner;
+  scratch.partial_a = layout.take_array<float>(rows);
+  if (partial_b_elem_bytes > 0) scratch.partial_b = layout.take(static_cast<std::size_t>(rows) * partial_b_elem_bytes);
   return Status::kSuccess;
 }
 
@@ -87,20 +98,28 @@ Status prepare(void* d_workspace, std::size_t& workspace_bytes, const detail::Wo
   return Status::kSuccess;
 }
 
-SegmentGeometry reduce_geometry(std::int64_t inner, std::size_t elem_size, const void* values) {
-  const int vec = detail::segment_vector_width(inner, elem_size, values);
-  return detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec);
+// The other vector width than `vec`: the widest for this inner size, or 1.
+int other_vector_width(std::int64_t inner, std::size_t elem_size, int vec) {
+  const int widest = detail::segment_vector_width(inner, elem_size, nullptr);  // a null base counts as aligned
+  return vec == 1 ? widest : 1;
 }
 
-SegmentGeometry softmax_geometry(std::int64_t inner, std::size_t elem_size, const void* values, bool backward,
-                                 const void* second = nullptr, const void* out = nullptr) {
+Geometries reduce_geometry(std::int64_t inner, std::size_t elem_size, const void* values) {
+  auto make = [&](int vec) { return detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec); };
+  const int vec = detail::segment_vector_width(inner, elem_size, values);
+  return {make(vec), make(other_vector_width(inner, elem_size, vec))};
+}
+
+Geometries softmax_geometry(std::int64_t inner, std::size_t elem_size, const void* values, bool backward,
+                            const void* second = nullptr, const void* out = nullptr) {
   int vec = detail::segment_vector_width(inner, elem_size, values);
   // Every array the unit touches with vectors must be aligned like the first.
   if (vec > 1 && ((second != nullptr && detail::segment_vector_width(inner, elem_size, second) != vec) ||
                   (out != nullptr && detail::segment_vector_width(inner, elem_size, out) != vec)))
     vec = 1;
   const int floats = backward ? detail::kSoftmaxBackwardFloatsPerLane : detail::kSoftmaxFloatsPerLane;
-  return detail::make_segment_geometry(inner, vec, floats / vec);
+  auto make = [&](int v) { return detail::make_segment_geometry(inner, v, floats / v); };
+  return {make(vec), make(other_vector_width(inner, elem_size, vec))};
 }
 
 bool is_valid_op(ReduceOp op) { return op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kMax || op == ReduceOp::kMin; }
@@ -121,10 +140,11 @@ Status segment_reduce(void* d_workspace, std::size_t& workspace_bytes, RaggedVie
                 std::string("segment_reduce: arg output given for ") + reduce_op_name(op) + "; only max and min have one");
 
   // Vector loads need the values aligned; the (small) outputs are written one element at a time.
-  const SegmentGeometry g = reduce_geometry(src.inner, sizeof(T), src.values);
+  const Geometries gs = reduce_geometry(src.inner, sizeof(T), src.values);
+  const SegmentGeometry& g = gs.g;
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
-  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, src.offsets, src.batch, src.nnz, g,
+  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, src.offsets, src.batch, src.nnz, gs,
                                        is_extreme(op) ? sizeof(std::int64_t) : 0, scratch));
   detail::SegmentReduceArgs<T, OffsetT> args;
   RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, src.offsets, src.batch, src.nnz, g,
@@ -152,7 +172,7 @@ Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, 
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_in, shape.nnz * shape.inner, "grad_in"));
   if (is_extreme(op)) RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_arg, shape.batch * shape.inner, "arg"));
 
-  const SegmentGeometry g = reduce_geometry(shape.inner, sizeof(T), d_grad_in);
+  const SegmentGeometry g = reduce_geometry(shape.inner, sizeof(T), d_grad_in).g;  // no partials to size
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
   scratch.plan = layout.take_array<RowWork>(shape.batch + 1);
@@ -175,11 +195,12 @@ Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, RaggedVi
                        T* d_out, cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_ragged(src, true, "segment_softmax"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_out, src.nnz * src.inner, "out"));
-  const SegmentGeometry g = softmax_geometry(src.inner, sizeof(T), src.values, false, nullptr, d_out);
+  const Geometries gs = softmax_geometry(src.inner, sizeof(T), src.values, false, nullptr, d_out);
+  const SegmentGeometry& g = gs.g;
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
-  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, src.offsets, src.batch, src.nnz, g, sizeof(float), scratch));
-  carve_arrivals(layout, g, scratch);
+  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, src.offsets, src.batch, src.nnz, gs, sizeof(float), scratch));
+  carve_arrivals(layout, gs, src.nnz, scratch);
   detail::SegmentSoftmaxArgs<T, OffsetT> args;
   RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, src.offsets, src.batch, src.nnz, g,
                                  "segment_softmax", stream, args.layout));
@@ -202,11 +223,12 @@ Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes,
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_out, count, "out"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_out, count, "grad_out"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_in, count, "grad_in"));
-  const SegmentGeometry g = softmax_geometry(shape.inner, sizeof(T), d_out, true, d_grad_out, d_grad_in);
+  const Geometries gs = softmax_geometry(shape.inner, sizeof(T), d_out, true, d_grad_out, d_grad_in);
+  const SegmentGeometry& g = gs.g;
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
-  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, shape.offsets, shape.batch, shape.nnz, g, 0, scratch));
-  carve_arrivals(layout, g, scratch);
+  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, shape.offsets, shape.batch, shape.nnz, gs, 0, scratch));
+  carve_arrivals(layout, gs, shape.nnz, scratch);
   detail::SegmentSoftmaxArgs<T, OffsetT> args;
   RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, shape.offsets, shape.batch, shape.nnz,
                                  g, "segment_softmax_backward", stream, args.layout));

@@ -284,3 +284,24 @@ TEMPLATE_TEST_CASE("segment_softmax stays in bounds with malformed offsets", "[s
     }
   }
 }
+
+TEMPLATE_TEST_CASE("segment workspace sizes do not depend on where the tensors sit", "[segment][gpu]", half, float) {
+  // The vector width follows the pointers' alignment and changes the chunk size; a caller that queries once
+  // and runs on other tensors of the same shape must not be refused (kWorkspaceTooSmall).
+  using T = TestType;
+  const std::int64_t batch = 3, nnz = 50000, inner = 1024;
+  const std::vector<std::int32_t> offsets = {0, 1000, 1000, 50000};
+  DeviceBuffer<std::int32_t> d_offsets(offsets);
+  DeviceBuffer<T> values(static_cast<std::size_t>(nnz * inner + 1)), out(static_cast<std::size_t>(nnz * inner + 1));
+  DeviceBuffer<T> reduced(static_cast<std::size_t>(batch * inner));
+  auto sizes = [&](std::int64_t shift) {
+    const RaggedView<const T, std::int32_t> view{values.data() + shift, d_offsets.data(), batch, nnz, inner};
+    std::size_t softmax = 0, backward = 0, reduce = 0;
+    REQUIRE_OK(segment_softmax(nullptr, softmax, view, false, out.data() + shift, nullptr));
+    REQUIRE_OK(segment_softmax_backward(nullptr, backward, view, false, view.values, view.values, out.data() + shift,
+                                        nullptr));
+    REQUIRE_OK(segment_reduce(nullptr, reduce, view, ReduceOp::kSum, reduced.data(), nullptr, 0.0f, nullptr));
+    return std::vector<std::size_t>{softmax, backward, reduce};
+  };
+  REQUIRE(sizes(0) == sizes(1));
+}
