@@ -101,9 +101,13 @@ std::vector<MalformedOffsets<OffsetT>> malformed_offsets_cases() {
       {"offsets[0] != 0", {7, 2, 2, 30, 19, 25, 40}, 20},
       {"type extremes", {0, kMax, kMin, kMax, 0, 20, kMin}, 20},
   };
-  MalformedOffsets<OffsetT> overlap{"overlapping long rows", {}, 40000};
-  for (int b = 0; b <= 41; ++b) overlap.offsets.push_back(b % 2 == 0 ? 0 : static_cast<OffsetT>(overlap.nnz));
-  cases.push_back(overlap);
+  // Long rows (tens of chunks) and rows of a few chunks, which softmax finishes locally from its partials.
+  for (std::int64_t nnz : {40000, 4096}) {
+    MalformedOffsets<OffsetT> overlap{nnz == 40000 ? "overlapping long rows" : "overlapping rows of a few chunks", {},
+                                      nnz};
+    for (int b = 0; b <= 41; ++b) overlap.offsets.push_back(b % 2 == 0 ? 0 : static_cast<OffsetT>(nnz));
+    cases.push_back(overlap);
+  }
   return cases;
 }
 
