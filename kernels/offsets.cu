@@ -10,6 +10,7 @@
 #include "check.cuh"
 #include "launch.cuh"
 #include "offsets_launch.h"
+#include "ragged/view.h"
 
 namespace ragged {
 namespace detail {
@@ -39,7 +40,7 @@ template <typename OffsetT>
 struct LengthFromOffsets {
   const OffsetT* offsets;
   __host__ __device__ std::int64_t operator()(std::int64_t b) const {
-    const std::int64_t len = static_cast<std::int64_t>(offsets[b + 1]) - static_cast<std::int64_t>(offsets[b]);
+    const std::int64_t len = sequence_length(offsets, b);
     return len > 0 ? len : 0;
   }
 };
@@ -57,8 +58,10 @@ __global__ void finish_offsets_kernel(const LengthT* __restrict__ lengths, const
     const std::int64_t length = static_cast<std::int64_t>(lengths[i - 1]);
     if (length < 0) record_failure(check, Status::kNegativeLength, i - 1);
     // The scan saturates at INT64_MAX, so the exact sum offsets[i - 1] + length is compared, not scan[i - 1].
+    // Recorded under the sequence (i - 1), as the negative length is, so that the lowest index is the first
+    // failure in the order the host version checks (sequence by sequence).
     const std::int64_t previous = i > 1 ? scan[i - 2] : 0;
-    if (length > kMax - previous) record_failure(check, Status::kSizeOverflow, i);
+    if (length > kMax - previous) record_failure(check, Status::kSizeOverflow, i - 1);
     const std::int64_t value = scan[i - 1];
     offsets[i] = static_cast<OffsetT>(value > kMax ? kMax : value);
   }
@@ -68,8 +71,12 @@ template <typename OffsetT, typename LengthT>
 __global__ void offsets_to_lengths_kernel(const OffsetT* __restrict__ offsets, std::int64_t batch,
                                           LengthT* __restrict__ lengths) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t b = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < batch; b += stride)
-    lengths[b] = static_cast<LengthT>(static_cast<std::int64_t>(offsets[b + 1]) - static_cast<std::int64_t>(offsets[b]));
+  for (std::int64_t b = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < batch; b += stride) {
+    // Saturated to LengthT: int32 lengths of int64 offsets (or of malformed ones) may not hold the difference.
+    const std::int64_t length = sequence_length(offsets, b);
+    constexpr std::int64_t kMax = std::numeric_limits<LengthT>::max(), kMin = std::numeric_limits<LengthT>::min();
+    lengths[b] = static_cast<LengthT>(length > kMax ? kMax : (length < kMin ? kMin : length));
+  }
 }
 
 template <typename OffsetT>

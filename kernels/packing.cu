@@ -37,7 +37,7 @@ __global__ void packing_keys_kernel(const OffsetT* __restrict__ offsets, std::in
       max_steps < std::numeric_limits<OffsetT>::max() ? max_steps : std::numeric_limits<OffsetT>::max();
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t b = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < batch; b += stride) {
-    std::int64_t length = static_cast<std::int64_t>(offsets[b + 1]) - static_cast<std::int64_t>(offsets[b]);
+    std::int64_t length = sequence_length(offsets, b);
     if (length < 0) length = 0;
     if (length > max_steps) record_failure(check, Status::kInvalidArgument, b);
     keys[b] = static_cast<OffsetT>(length < key_cap ? length : key_cap);

@@ -18,7 +18,7 @@ HostPackedLayout<OffsetT> packing_order(const OffsetT* offsets, std::int64_t bat
   std::vector<OffsetT> packed_length(n);
   for (std::size_t b = 0; b < n; ++b) {
     const std::int64_t length = std::max<std::int64_t>(
-        0, static_cast<std::int64_t>(offsets[b + 1]) - static_cast<std::int64_t>(offsets[b]));
+        0, sequence_length(offsets, b));
     packed_length[b] = static_cast<OffsetT>(std::min(length, cap));
   }
 

@@ -20,14 +20,15 @@
 namespace ragged {
 
 // offsets[0] = 0, offsets[b+1] = offsets[b] + max(lengths[b], 0). If `d_check` is non-null it is overwritten
-// with the first failure: kNegativeLength (index = sequence) or kSizeOverflow (index = the first offsets entry
-// that does not fit OffsetT; that entry and the ones after it saturate to the type's maximum).
+// with the first failure, by sequence: kNegativeLength (index = the sequence) or kSizeOverflow (index = the first
+// sequence that does not fit OffsetT offsets: offsets[index + 1] and the entries after it saturate to the type's
+// maximum), as lengths_to_offsets_host checks them.
 // LengthT: int32_t or int64_t. OffsetT: int32_t or int64_t.
 template <typename LengthT, typename OffsetT>
 Status lengths_to_offsets(void* d_workspace, std::size_t& workspace_bytes, const LengthT* d_lengths,
                           std::int64_t batch, OffsetT* d_offsets, CheckResult* d_check, cudaStream_t stream);
 
-// lengths[b] = offsets[b+1] - offsets[b] (no workspace needed: workspace_bytes is set to 0).
+// lengths[b] = offsets[b+1] - offsets[b], saturated to LengthT (no workspace needed: workspace_bytes is set to 0).
 template <typename OffsetT, typename LengthT>
 Status offsets_to_lengths(void* d_workspace, std::size_t& workspace_bytes, const OffsetT* d_offsets,
                           std::int64_t batch, LengthT* d_lengths, cudaStream_t stream);

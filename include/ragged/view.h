@@ -71,6 +71,17 @@ RAGGED_HOST_DEVICE void clamped_row_range(const OffsetT* offsets, std::int64_t b
   end = hi;
 }
 
+// offsets[b + 1] - offsets[b] without overflow: malformed int64 offsets (INT64_MAX then -2) would wrap, so the
+// difference saturates at the int64 range instead. Shared by kernels and CPU references.
+template <typename OffsetT>
+RAGGED_HOST_DEVICE std::int64_t sequence_length(const OffsetT* offsets, std::int64_t b) {
+  const std::int64_t lo = static_cast<std::int64_t>(offsets[b]);
+  const std::int64_t hi = static_cast<std::int64_t>(offsets[b + 1]);
+  if (lo < 0 && hi > INT64_MAX + lo) return INT64_MAX;  // hi - lo > INT64_MAX
+  if (lo > 0 && hi < INT64_MIN + lo) return INT64_MIN;  // hi - lo < INT64_MIN
+  return hi - lo;
+}
+
 // Given a sequence of `length` tokens placed in `max_len` slots: the first kept token (`skip`), how many are
 // kept (`kept`) and the slot of the first kept token (`lead`). Shared by CPU references and kernels.
 struct SlotMap {

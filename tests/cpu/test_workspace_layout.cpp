@@ -1,5 +1,5 @@
-// The internal workspace carving (src/workspace_layout.h), the CUDA-error bridge and the view conversions:
-// host logic that every device op leans on.
+// The internal workspace carving (src/workspace_layout.h), the CUDA-error bridge, the view conversions and
+// sequence_length: host logic that every device op leans on.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -106,6 +106,21 @@ TEST_CASE("from_cuda tells a missing device apart from a failing call", "[status
     const Status status = from_cuda(error == cudaSuccess ? cudaErrorNoDevice : error, "cudaGetDeviceCount");
     REQUIRE(status == Status::kNoDevice);
   }
+}
+
+TEST_CASE("sequence_length saturates instead of wrapping on malformed int64 offsets", "[view]") {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  const std::int64_t offsets[] = {0, 5, 3, kMax, -2, kMax, kMin, 0};
+  REQUIRE(sequence_length(offsets, 0) == 5);
+  REQUIRE(sequence_length(offsets, 1) == -2);
+  REQUIRE(sequence_length(offsets, 2) == kMax - 3);
+  REQUIRE(sequence_length(offsets, 3) == kMin);  // -2 - INT64_MAX
+  REQUIRE(sequence_length(offsets, 4) == kMax);  // INT64_MAX + 2
+  REQUIRE(sequence_length(offsets, 5) == kMin);  // INT64_MIN - INT64_MAX
+  REQUIRE(sequence_length(offsets, 6) == kMax);  // 0 - INT64_MIN
+  const std::int32_t offsets32[] = {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
+  REQUIRE(sequence_length(offsets32, 0) == (std::int64_t{1} << 32) - 1);
 }
 
 TEST_CASE("views of mutable values convert to read-only views", "[view]") {

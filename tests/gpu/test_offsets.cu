@@ -65,10 +65,10 @@ TEST_CASE("lengths_to_offsets records the first negative length and int32 overfl
   // Negative lengths count as 0, so the offsets stay non-decreasing.
   REQUIRE(std::is_sorted(offsets.begin(), offsets.end()));
 
-  std::vector<std::int64_t> big(4, std::int64_t{1} << 30);  // the 2nd entry reaches 2^31: too big for int32
+  std::vector<std::int64_t> big(4, std::int64_t{1} << 30);  // offsets[2] reaches 2^31: sequence 1 does not fit int32
   run_lengths_to_offsets(big, offsets, check);
   REQUIRE(check.status() == Status::kSizeOverflow);
-  REQUIRE(check.index() == 2);
+  REQUIRE(check.index() == 1);
   REQUIRE(offsets[2] == std::numeric_limits<std::int32_t>::max());
   std::vector<std::int64_t> offsets64;
   run_lengths_to_offsets(big, offsets64, check);
@@ -83,12 +83,21 @@ TEST_CASE("lengths_to_offsets records the first negative length and int32 overfl
   REQUIRE(lengths_to_offsets_host(huge.data(), 4, host.data()) == Status::kSizeOverflow);
   run_lengths_to_offsets(huge, offsets64, check);
   REQUIRE(check.status() == Status::kSizeOverflow);
-  REQUIRE(check.index() == 2);
+  REQUIRE(check.index() == 1);
   REQUIRE(offsets64[2] == kMax64);
   REQUIRE(std::is_sorted(offsets64.begin(), offsets64.end()));
   run_lengths_to_offsets(huge, offsets, check);
   REQUIRE(check.status() == Status::kSizeOverflow);
-  REQUIRE(check.index() == 2);
+  REQUIRE(check.index() == 1);
+
+  // The first failure by sequence, as the host version finds it: sequence 1 overflows int32 offsets before
+  // sequence 2's negative length.
+  const std::vector<std::int64_t> overflow_then_negative = {std::numeric_limits<std::int32_t>::max(), 1, -1};
+  std::vector<std::int32_t> host32(4);
+  REQUIRE(lengths_to_offsets_host(overflow_then_negative.data(), 3, host32.data()) == Status::kSizeOverflow);
+  run_lengths_to_offsets(overflow_then_negative, offsets, check);
+  REQUIRE(check.status() == Status::kSizeOverflow);
+  REQUIRE(check.index() == 1);
   REQUIRE(std::is_sorted(offsets.begin(), offsets.end()));
 }
 
@@ -103,6 +112,17 @@ TEST_CASE("offsets_to_lengths subtracts in 64 bits", "[offsets][gpu][errors]") {
   REQUIRE_OK(offsets_to_lengths(one_byte.data(), bytes, d_offsets.data(), 1, d_lengths.data(), nullptr));
   REQUIRE_CUDA(cudaDeviceSynchronize());
   REQUIRE(d_lengths.to_host()[0] == (std::int64_t{1} << 32) - 1);
+
+  // Lengths that int32 cannot hold saturate, and malformed int64 offsets do not wrap.
+  const std::vector<std::int64_t> wide = {0, std::int64_t{1} << 40, std::numeric_limits<std::int64_t>::max(), -2};
+  DeviceBuffer<std::int64_t> d_wide(wide);
+  DeviceBuffer<std::int32_t> d_lengths32(3);
+  REQUIRE_OK(offsets_to_lengths(one_byte.data(), bytes, d_wide.data(), 3, d_lengths32.data(), nullptr));
+  REQUIRE_CUDA(cudaDeviceSynchronize());
+  const std::vector<std::int32_t> got32 = d_lengths32.to_host();
+  REQUIRE(got32[0] == std::numeric_limits<std::int32_t>::max());
+  REQUIRE(got32[1] == std::numeric_limits<std::int32_t>::max());
+  REQUIRE(got32[2] == std::numeric_limits<std::int32_t>::min());
 }
 
 TEMPLATE_TEST_CASE("offsets_to_lengths and max_length", "[offsets][gpu]", std::int32_t, std::int64_t) {
