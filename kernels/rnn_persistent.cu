@@ -63,15 +63,12 @@ template <typename T>
 Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj,
                            std::int64_t dirs, RnnPersistentPlan& plan) {
   plan = RnnPersistentPlan{};
-  int device = 0, sms = 0, cooperative = 0, optin = 0;
+  int device = 0, sms = 0, cooperative = 0;
   Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
   if (s != Status::kSuccess) return s;
   s = from_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   if (s != Status::kSuccess) return s;
   s = from_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device), "cudaDeviceGetAttribute");
-  if (s != Status::kSuccess) return s;
-  s = from_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-                "cudaDeviceGetAttribute");
   if (s != Status::kSuccess) return s;
   if (cooperative == 0 || sms <= 0) return Status::kSuccess;
 
@@ -94,9 +91,8 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
     const RnnGemmGeometry projection = make_rnn_gemm_geometry(proj_units, hidden);
     if (!rnn_gemm_fits_warps(gate) || (proj > 0 && !rnn_gemm_fits_warps(projection))) return Status::kSuccess;
     const RnnSharedLayout shared = make_rnn_shared_layout(gate, projection, proj > 0, true, sizeof(T));
-    if (shared.total > static_cast<std::size_t>(optin)) return Status::kSuccess;
     s = rnn::set_shared_limit(kernel, shared.total, "rnn_persistent_kernel");
-    if (s == Status::kUnsupportedShape) return Status::kSuccess;  // static shared memory leaves too little
+    if (s == Status::kUnsupportedShape) return Status::kSuccess;  // past the device's limit, as every larger count
     if (s != Status::kSuccess) return s;
     int per_sm = 0;
     s = from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRnnThreads, shared.total),

@@ -48,17 +48,16 @@ Status check_same_shape(std::int64_t ragged_batch, std::int64_t ragged_inner, st
   return detail::check_equal(padded_inner, ragged_inner, "padded inner and ragged inner");
 }
 
-template <typename LengthT>
+template <typename LengthT, typename MaskT>
 Status check_mask_args(const LengthT* d_lengths, std::int64_t batch, std::int64_t max_len, Align align,
-                       const void* d_mask, std::size_t elem_bytes) {
+                       const MaskT* d_mask, const CheckResult* d_check) {
   RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(max_len, "max_len"));
-  RAGGED_RETURN_IF_ERROR(detail::check_product(batch, max_len, 1, elem_bytes, "mask"));
+  RAGGED_RETURN_IF_ERROR(detail::check_product(batch, max_len, 1, sizeof(MaskT), "mask"));
   RAGGED_RETURN_IF_ERROR(detail::check_product(batch, 1, 1, sizeof(LengthT), "lengths"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_lengths, batch, "lengths"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_mask, batch * max_len, "mask"));
-  if (reinterpret_cast<std::uintptr_t>(d_mask) % elem_bytes != 0)
-    return fail(Status::kInvalidArgument, "mask is not aligned to its element size");
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_check, 0, "check"));  // optional: null or aligned
   return check_enums(align, Truncate::kRight);
 }
 
@@ -108,8 +107,7 @@ template <typename LengthT>
 Status lengths_to_mask(void* d_workspace, std::size_t& workspace_bytes, const LengthT* d_lengths, std::int64_t batch,
                        std::int64_t max_len, Align align, bool* d_mask, CheckResult* d_check,
                        cudaStream_t stream) {
-  RAGGED_RETURN_IF_ERROR(check_mask_args(d_lengths, batch, max_len, align, d_mask, sizeof(bool)));
-  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_check, 0, "check"));  // optional: null or aligned
+  RAGGED_RETURN_IF_ERROR(check_mask_args(d_lengths, batch, max_len, align, d_mask, d_check));
   if (d_workspace == nullptr) {
     workspace_bytes = 0;
     return Status::kSuccess;
@@ -122,8 +120,7 @@ template <typename LengthT, typename T>
 Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes, const LengthT* d_lengths,
                                 std::int64_t batch, std::int64_t max_len, Align align, T* d_mask,
                                 CheckResult* d_check, cudaStream_t stream) {
-  RAGGED_RETURN_IF_ERROR(check_mask_args(d_lengths, batch, max_len, align, d_mask, sizeof(T)));
-  RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_check, 0, "check"));  // optional: null or aligned
+  RAGGED_RETURN_IF_ERROR(check_mask_args(d_lengths, batch, max_len, align, d_mask, d_check));
   if (d_workspace == nullptr) {
     workspace_bytes = 0;
     return Status::kSuccess;
@@ -152,13 +149,13 @@ RAGGED_INSTANTIATE_CONVERT_T(bool)
 
 #define RAGGED_INSTANTIATE_MASK(L)                                                                               \
   template Status lengths_to_mask<L>(void*, std::size_t&, const L*, std::int64_t, std::int64_t, Align, bool*,    \
-                                     CheckResult*, cudaStream_t);                                                              \
+                                     CheckResult*, cudaStream_t);                                                \
   template Status lengths_to_additive_mask<L, float>(void*, std::size_t&, const L*, std::int64_t, std::int64_t,  \
-                                                     Align, float*, CheckResult*, cudaStream_t);                               \
+                                                     Align, float*, CheckResult*, cudaStream_t);                 \
   template Status lengths_to_additive_mask<L, half>(void*, std::size_t&, const L*, std::int64_t, std::int64_t,   \
-                                                    Align, half*, CheckResult*, cudaStream_t);                                 \
+                                                    Align, half*, CheckResult*, cudaStream_t);                   \
   template Status lengths_to_additive_mask<L, bfloat16>(void*, std::size_t&, const L*, std::int64_t,             \
-                                                        std::int64_t, Align, bfloat16*, CheckResult*,      \
+                                                        std::int64_t, Align, bfloat16*, CheckResult*,            \
                                                         cudaStream_t);
 
 RAGGED_INSTANTIATE_MASK(std::int32_t)
