@@ -1,10 +1,14 @@
-// Internal helpers for launching kernels: grid sizing from the device's SM count and launch-error checks.
+// Internal helpers for launching kernels: grid sizing from the device's SM count (and, for persistent kernels, the
+// occupancy calculator) and launch-error checks.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "ragged/status.h"
 
@@ -30,6 +34,45 @@ inline Status grid_size(std::int64_t work_items, std::int64_t items_per_block, i
   const std::int64_t cap = static_cast<std::int64_t>(sms) * waves;
   blocks = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, cap)));
   return Status::kSuccess;
+}
+
+// Blocks of `threads` threads of `kernel` that fit on one SM of the current device at once (at least 1). The
+// occupancy calculator's answer is cached per kernel, block size and device, so a launch pays for it once.
+inline Status resident_blocks_per_sm(const void* kernel, int threads, int& per_sm) {
+  int device = 0;
+  Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  if (s != Status::kSuccess) return s;
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int>, int> cache;
+  const auto key = std::make_tuple(kernel, threads, device);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto hit = cache.find(key);
+    if (hit != cache.end()) {
+      per_sm = hit->second;
+      return Status::kSuccess;
+    }
+  }
+  s = from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0),
+                "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (s != Status::kSuccess) return s;
+  per_sm = std::max(1, per_sm);
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[key] = per_sm;
+  return Status::kSuccess;
+}
+
+// Blocks for a persistent kernel's grid-stride loop: as many as are resident at once, and no more than the work
+// needs. A fixed number of blocks per SM (grid_size) would, for a kernel with room for 2, run in waves: each
+// later block starts only when an earlier one has finished its whole loop, so the order in which the grid walks
+// its items would no longer be the order in which it touches memory.
+template <typename Kernel>
+inline Status resident_grid_size(Kernel kernel, int threads, std::int64_t work_items, std::int64_t items_per_block,
+                                 unsigned& blocks) {
+  int per_sm = 0;
+  Status s = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, per_sm);
+  if (s != Status::kSuccess) return s;
+  return grid_size(work_items, items_per_block, per_sm, blocks);
 }
 
 // The error of the launch just made (configuration errors; asynchronous faults surface later).

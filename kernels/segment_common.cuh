@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "element_convert.cuh"
+#include "launch.cuh"
 #include "ragged/check.h"
 #include "ragged/view.h"
 #include "segment_geometry.h"
@@ -46,19 +47,6 @@ __device__ __forceinline__ void row_extent(const OffsetT* offsets, std::int64_t 
   length = end - begin;
 }
 
-// The row that owns item `u` of a plan field: the b with plan[b].*field <= u < plan[b+1].*field.
-// plan holds batch + 1 entries, plan[0] all zero.
-__device__ __forceinline__ std::int64_t find_row(const RowWork* plan, std::int64_t batch, std::int64_t u,
-                                                 std::int64_t RowWork::*field) {
-  std::int64_t lo = 0, hi = batch;  // answer in [lo, hi)
-  while (hi - lo > 1) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    if (plan[mid].*field <= u) lo = mid;
-    else hi = mid;
-  }
-  return lo;
-}
-
 __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & (kWarpSize - 1); }
 
 __device__ __forceinline__ std::int64_t global_warp() {
@@ -67,6 +55,101 @@ __device__ __forceinline__ std::int64_t global_warp() {
 
 __device__ __forceinline__ std::int64_t total_warps() {
   return static_cast<std::int64_t>(gridDim.x) * blockDim.x / kWarpSize;
+}
+
+__device__ __forceinline__ RowWork shfl_row_work(const RowWork& w, int src) {
+  return RowWork{__shfl_sync(0xffffffffu, w.units, src), __shfl_sync(0xffffffffu, w.partials, src),
+                 __shfl_sync(0xffffffffu, w.combine_units, src), __shfl_sync(0xffffffffu, w.second_units, src)};
+}
+
+// Inclusive scan of w over the lanes of the warp (lane order).
+__device__ __forceinline__ RowWork warp_inclusive_scan(RowWork w) {
+  const int lane = lane_id();
+  for (int d = 1; d < kWarpSize; d <<= 1) {
+    const RowWork other = shfl_row_work(w, lane >= d ? lane - d : lane);
+    if (lane >= d) w = w + other;
+  }
+  return w;
+}
+
+// The group of rows that owns item `u` of a plan field: the largest g < groups with plan[g].*field <= u (then
+// u < plan[g + 1].*field). The whole warp searches: 31 probes cut the interval into 32 parts per step, so
+// 10^6 groups take 4 dependent loads where a binary search takes 20.
+__device__ __forceinline__ std::int64_t find_group(const RowWork* plan, std::int64_t groups, std::int64_t u,
+                                                   std::int64_t RowWork::*field) {
+  const int lane = lane_id();
+  std::int64_t lo = 0, hi = groups;  // plan[lo].*field <= u; the answer is in [lo, hi)
+  while (hi - lo > 1) {
+    const std::int64_t span = hi - lo;
+    const bool below = lane < kWarpSize - 1 && plan[lo + span * (lane + 1) / kWarpSize].*field <= u;
+    // The probes are sorted, so `below` holds for lanes [0, count).
+    const std::int64_t count = __popc(__ballot_sync(0xffffffffu, below));
+    const std::int64_t next_hi = count < kWarpSize - 1 ? lo + span * (count + 1) / kWarpSize : hi;
+    if (count > 0) lo += span * count / kWarpSize;
+    hi = next_hi;
+  }
+  return lo;
+}
+
+// Where item `u` of a plan field lies: the row that owns it and the work of the rows before that row.
+struct RowLocation {
+  std::int64_t row;
+  RowWork before;
+};
+
+// Called by the whole warp with the same u < plan[groups].*field: finds the group, then scans the RowWork of the
+// group's rows, 32 at a time, until the row whose range of the field holds u.
+template <typename OffsetT>
+__device__ __forceinline__ RowLocation locate_row(const SegmentLayout<OffsetT>& L, std::int64_t u,
+                                                  std::int64_t RowWork::*field) {
+  const std::int64_t group = find_group(L.plan, row_groups(L.batch), u, field);
+  RowWork base = L.plan[group];
+  const std::int64_t first_row = group * kRowsPerGroup;
+  const std::int64_t last_row = min(L.batch, first_row + kRowsPerGroup) - 1;
+  for (std::int64_t first = first_row; first <= last_row; first += kWarpSize) {
+    const std::int64_t b = first + lane_id();
+    RowWork w;
+    if (b <= last_row) {
+      std::int64_t begin = 0, length = 0;
+      row_extent(L.offsets, b, L.nnz, begin, length);
+      w = row_work(length, L.geometry);
+    }
+    const RowWork inclusive = warp_inclusive_scan(w);
+    const RowWork before = base + inclusive - w;
+    const unsigned owner = __ballot_sync(0xffffffffu, before.*field <= u && u < before.*field + w.*field);
+    if (owner != 0) {
+      const int src = __ffs(owner) - 1;
+      return RowLocation{first + src, shfl_row_work(before, src)};
+    }
+    base = base + shfl_row_work(inclusive, kWarpSize - 1);
+  }
+  // Not reached: the row pass summed these same RowWork values into the plan. Any row keeps accesses in bounds.
+  return RowLocation{last_row, base};
+}
+
+// The row pass of group `group`, by the whole warp: kRowsPerGroup rows, kWarpSize at a time with a lane per row.
+// A tiny non-empty row is finished by its lane, tiny(b, begin, length) (lanes diverge there); the empty rows of
+// each 32 are handed to the whole warp, empty(first, mask) (bit i: row first + i). The RowWork of the other rows
+// is summed into group_work[group], which the plan scans.
+template <typename OffsetT, typename Tiny, typename Empty>
+__device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, std::int64_t group, Tiny tiny,
+                                         Empty empty) {
+  RowWork sum;
+  const std::int64_t end = min(L.batch, (group + 1) * kRowsPerGroup);
+  for (std::int64_t first = group * kRowsPerGroup; first < end; first += kWarpSize) {
+    const std::int64_t b = first + lane_id();
+    const bool in_group = b < end;
+    std::int64_t begin = 0, length = 0;
+    if (in_group) row_extent(L.offsets, b, L.nnz, begin, length);
+    if (in_group && length > 0) {
+      if (is_tiny(length, L.geometry)) tiny(b, begin, length);
+      else sum = sum + row_work(length, L.geometry);
+    }
+    const unsigned empties = __ballot_sync(0xffffffffu, in_group && length == 0);
+    if (empties != 0) empty(first, empties);
+  }
+  for (int d = 1; d < kWarpSize; d <<= 1) sum = sum + shfl_row_work(sum, lane_id() ^ d);
+  if (lane_id() == 0) L.group_work[group] = sum;
 }
 
 // Which vector column and token phase a lane takes in a (chunk, tile) unit, and whether it reads at all
@@ -87,9 +170,10 @@ __device__ __forceinline__ LaneSlot lane_slot(const SegmentGeometry& g, std::int
   return LaneSlot{vcol, 0, vcol < g.vcols};
 }
 
-// The combine step shared by every segment op: the warp merges, in chunk order, the partials of the multi-chunk
-// row that owns combine unit `u` (lanes take (column, phase) pairs for D <= 32, else one column of a 32-column
-// tile each), then calls finish(b, col, acc, length) on the lane that holds each column's result.
+// The combine step shared by every segment op, called by the whole warp: merges, in chunk order, the partials of
+// the multi-chunk row that owns combine unit `u` (lanes take (column, phase) pairs for D <= 32, else one column
+// of a 32-column tile each), then calls finish(b, col, acc, length, first) on the lane that holds each column's
+// result (first: the row's first partial slot).
 // `load(at)` reads the partial at flat index `at` = chunk * D + col. Acc needs merge() and shfl().
 template <typename Acc, typename OffsetT, typename Load, typename Finish>
 __device__ __forceinline__ void combine_unit(const SegmentLayout<OffsetT>& L, std::int64_t u, Load load,
@@ -97,12 +181,13 @@ __device__ __forceinline__ void combine_unit(const SegmentLayout<OffsetT>& L, st
   const SegmentGeometry& g = L.geometry;
   const std::int64_t D = g.inner;
   const int lane = lane_id();
-  const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::combine_units);
-  const std::int64_t tile = u - L.plan[b].combine_units;
+  const RowLocation at = locate_row(L, u, &RowWork::combine_units);
+  const std::int64_t b = at.row;
+  const std::int64_t tile = u - at.before.combine_units;
   std::int64_t begin = 0, length = 0;
   row_extent(L.offsets, b, L.nnz, begin, length);
   const std::int64_t chunks = chunks_of(length, g);
-  const std::int64_t first = L.plan[b].partials;
+  const std::int64_t first = at.before.partials;
   const bool narrow = D <= kWarpSize;
   const std::int64_t col = narrow ? lane % D : tile * kWarpSize + lane;
   const int phase = narrow ? lane / static_cast<int>(D) : 0;
@@ -116,7 +201,23 @@ __device__ __forceinline__ void combine_unit(const SegmentLayout<OffsetT>& L, st
       const Acc other = acc.shfl(static_cast<int>(col + q * D));
       if (phase == 0) acc.merge(other);
     }
-  if (narrow ? phase == 0 : active) finish(b, col, acc, length);
+  if (narrow ? phase == 0 : active) finish(b, col, acc, length, first);
+}
+
+// Threads per block of every segment kernel.
+constexpr int kSegmentThreads = 256;
+
+// Blocks for a persistent segment kernel that walks `warp_items` warp-sized items.
+template <typename Kernel>
+inline Status persistent_grid(Kernel kernel, std::int64_t warp_items, unsigned& blocks) {
+  return resident_grid_size(kernel, kSegmentThreads, warp_items, kSegmentThreads / kWarpSize, blocks);
+}
+
+// The plan scan of a layout whose group_work the row pass has just written (same stream).
+template <typename OffsetT>
+inline Status scan_plan(const SegmentLayout<OffsetT>& L, cudaStream_t stream) {
+  std::size_t bytes = L.cub_temp_bytes;
+  return launch_segment_plan(L.cub_temp, bytes, L.group_work, row_groups(L.batch), L.plan, stream);
 }
 
 }  // namespace detail

@@ -2,7 +2,8 @@
 // (workspace sizes) and the device (the kernels). Every choice here depends only on D, the vector width and a
 // row's own length, never on the other rows: that is what makes a row's result independent of its batch.
 //
-// - A row is "tiny" when it holds at most 32 elements (D <= 32): one lane reduces it on its own, in order.
+// - A row is "tiny" when it holds at most 32 elements (D <= 32): one lane finishes it on its own, in order, in
+//   the row pass (below).
 // - Every other non-empty row is cut into chunks of `chunk_tokens` tokens, counted from the row's own start.
 //   A chunk is further cut into column tiles when D is wide. One warp reduces one (chunk, tile) unit.
 //     narrow (D / V <= 32 vectors): lane j reads vector column j % (D/V) of token j / (D/V) + phases * i,
@@ -10,8 +11,10 @@
 //     wide: lane j reads vector column 32 * tile + j of every token of the chunk.
 // - A row of several chunks writes one partial per chunk, combined afterwards in chunk order by "combine units"
 //   (one warp per row and tile of 32 scalar columns).
-// The unit, partial and combine-unit counts of every row are scanned on the device (the "plan"), so the work
-// split needs no host sync.
+// The split needs no host sync: a row pass (a warp per group of kRowsPerGroup rows) finishes the tiny rows and
+// sums the work of the others per group; a scan of those sums is the "plan". A work item is found from it by a
+// warp-wide search over the groups, then a warp scan over the rows of one group. The plan costs a few bytes per
+// group rather than per row, and the offsets are read once for the tiny rows that dominate the many-rows regimes.
 #pragma once
 
 #include <cstddef>
@@ -35,10 +38,14 @@ struct SegmentGeometry {
   int combine_phases = 1;         // combine over scalar columns: 32 / D when D <= 32, else 1
   std::int64_t combine_tiles = 1; // ceil(D / 32) when D > 32, else 1
   std::int64_t tiny_tokens = 0;   // rows with 0 < length <= tiny_tokens take the lane-per-row path
+  // Softmax: a row of 2 to local_finish_chunks chunks is finished in the first pass (finishes_locally);
+  // 1 for the reductions, whose multi-chunk rows always go through the combine kernel.
+  std::int64_t local_finish_chunks = 1;
 };
 
 // items_per_lane: how many vectors one lane handles per unit (a unit is about 32 * items * V elements).
-inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::int64_t items_per_lane) {
+inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::int64_t items_per_lane,
+                                             std::int64_t local_finish_chunks = 1) {
   SegmentGeometry g;
   g.inner = inner;
   g.vec = vec;
@@ -50,19 +57,32 @@ inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::i
   g.combine_phases = inner <= kWarpSize ? static_cast<int>(kWarpSize / (inner > 0 ? inner : 1)) : 1;
   g.combine_tiles = inner <= kWarpSize ? 1 : (inner + kWarpSize - 1) / kWarpSize;
   g.tiny_tokens = inner <= kWarpSize ? kWarpSize / (inner > 0 ? inner : 1) : 0;
+  g.local_finish_chunks = local_finish_chunks;
   return g;
 }
 
-// A row's share of the work; the plan is the inclusive scan of this over the rows.
+// A row's share of the work (zero for tiny and empty rows); the plan is the scan of its sums over row groups.
 struct RowWork {
   std::int64_t units = 0;          // (chunk, tile) units of the main pass
   std::int64_t partials = 0;       // chunks that write partials (0 unless the row has several chunks)
-  std::int64_t combine_units = 0;  // combine units (0 unless the row has several chunks)
+  std::int64_t combine_units = 0;  // combine units: rows of several chunks that do not finish locally
+  std::int64_t second_units = 0;   // softmax second-pass units: the units of those same rows
 
   RAGGED_HOST_DEVICE RowWork operator+(const RowWork& o) const {
-    return RowWork{units + o.units, partials + o.partials, combine_units + o.combine_units};
+    return RowWork{units + o.units, partials + o.partials, combine_units + o.combine_units,
+                   second_units + o.second_units};
+  }
+  RAGGED_HOST_DEVICE RowWork operator-(const RowWork& o) const {
+    return RowWork{units - o.units, partials - o.partials, combine_units - o.combine_units,
+                   second_units - o.second_units};
   }
 };
+
+// Rows per plan entry: the row pass gives a warp this many rows (kWarpSize at a time), and a work item's row is
+// found inside its group by a warp scan of the group's rows.
+constexpr std::int64_t kRowsPerGroup = 128;
+
+RAGGED_HOST_DEVICE std::int64_t row_groups(std::int64_t batch) { return (batch + kRowsPerGroup - 1) / kRowsPerGroup; }
 
 RAGGED_HOST_DEVICE std::int64_t chunks_of(std::int64_t length, const SegmentGeometry& g) {
   return (length + g.chunk_tokens - 1) / g.chunk_tokens;
@@ -75,7 +95,9 @@ RAGGED_HOST_DEVICE std::int64_t chunks_of(std::int64_t length, const SegmentGeom
 // 32 chunks are 32 x 1024 elements at D = 1, or 256 tokens of a 32-vector column tile at wide D.
 constexpr std::int64_t kLocalFinishChunks = 32;
 
-RAGGED_HOST_DEVICE bool finishes_locally(std::int64_t chunks) { return chunks > 1 && chunks <= kLocalFinishChunks; }
+RAGGED_HOST_DEVICE bool finishes_locally(std::int64_t chunks, const SegmentGeometry& g) {
+  return chunks > 1 && chunks <= g.local_finish_chunks;
+}
 
 RAGGED_HOST_DEVICE bool is_tiny(std::int64_t length, const SegmentGeometry& g) {
   return length == 0 || length <= g.tiny_tokens;
@@ -84,7 +106,9 @@ RAGGED_HOST_DEVICE bool is_tiny(std::int64_t length, const SegmentGeometry& g) {
 RAGGED_HOST_DEVICE RowWork row_work(std::int64_t length, const SegmentGeometry& g) {
   if (is_tiny(length, g)) return RowWork{};
   const std::int64_t chunks = chunks_of(length, g);
-  return RowWork{chunks * g.tiles, chunks > 1 ? chunks : 0, chunks > 1 ? g.combine_tiles : 0};
+  const bool combined = chunks > 1 && !finishes_locally(chunks, g);
+  return RowWork{chunks * g.tiles, chunks > 1 ? chunks : 0, combined ? g.combine_tiles : 0,
+                 combined ? chunks * g.tiles : 0};
 }
 
 // Upper bound of the partial chunks over all rows for nnz rows of values: a row of several chunks has

@@ -21,13 +21,6 @@ constexpr int kReduceFloatsPerLane = 256;
 constexpr int kSoftmaxFloatsPerLane = 32;
 constexpr int kSoftmaxBackwardFloatsPerLane = 16;
 
-// plan[0] = 0, plan[b+1] = plan[b] + row_work(length of row b). With d_cub_temp == nullptr only sets
-// cub_temp_bytes.
-template <typename OffsetT>
-Status launch_segment_plan(void* d_cub_temp, std::size_t& cub_temp_bytes, const OffsetT* d_offsets,
-                           std::int64_t batch, std::int64_t nnz, const SegmentGeometry& geometry, RowWork* d_plan,
-                           cudaStream_t stream);
-
 // What every segment kernel reads: the ragged layout, its geometry and plan, and the partials scratch.
 template <typename OffsetT>
 struct SegmentLayout {
@@ -35,9 +28,17 @@ struct SegmentLayout {
   std::int64_t batch = 0;
   std::int64_t nnz = 0;
   SegmentGeometry geometry;
-  const RowWork* plan = nullptr;  // [batch + 1]
+  RowWork* group_work = nullptr;  // [row_groups(batch)]: the row pass's sum of RowWork per group of rows
+  RowWork* plan = nullptr;        // [row_groups(batch) + 1]: plan[0] = 0, plan[g + 1] = plan[g] + group_work[g]
+  void* cub_temp = nullptr;       // the plan scan's CUB storage
+  std::size_t cub_temp_bytes = 0;
   std::int64_t partial_capacity = 0;  // chunks the partial arrays hold (each chunk: D entries)
 };
+
+// The plan: plan[0] = 0 and the inclusive scan of the `groups` entries of group_work into plan + 1. With
+// d_cub_temp == nullptr only sets cub_temp_bytes.
+Status launch_segment_plan(void* d_cub_temp, std::size_t& cub_temp_bytes, const RowWork* d_group_work,
+                           std::int64_t groups, RowWork* d_plan, cudaStream_t stream);
 
 template <typename T, typename OffsetT>
 struct SegmentReduceArgs {

@@ -1,21 +1,21 @@
 // Segment reductions (sum, mean, max, min with arg) and their backward pass.
 //
-// One persistent kernel walks a list of warp-sized work items: first the row groups (32 consecutive rows, one
-// lane per tiny row), then the (chunk, tile) units of the plan (segment_geometry.h). A row that fits one unit is
-// finished by its warp; a longer row leaves one partial per chunk, and the combine kernel merges the partials in
-// chunk order. The order in which a row's elements are added depends only on its length and D, so results are
-// deterministic and do not depend on the other rows of the batch.
+// Four launches (segment_geometry.h describes the split): the row pass finishes the tiny and empty rows and sums
+// the other rows' work per group of rows; the plan scans those sums; a persistent kernel walks the (chunk, tile)
+// units of the plan, where a row that fits one unit is finished by its warp and a longer row leaves one partial
+// per chunk; the combine kernel merges the partials in chunk order. The order in which a row's elements are
+// added depends only on its length and D, so results are deterministic and do not depend on the other rows of
+// the batch.
 #include "launch.cuh"
 #include "segment_common.cuh"
 #include "segment_launch.h"
+#include "validate.h"
 
 namespace ragged {
 namespace detail {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kWarpsPerBlock = kThreads / kWarpSize;
-constexpr int kBlocksPerSm = 8;
+constexpr int kThreads = kSegmentThreads;
 constexpr int kUnroll = 4;           // independent loads in flight per lane
 
 struct SumAcc {
@@ -83,16 +83,11 @@ __device__ __forceinline__ void write_result(const SegmentReduceArgs<T, OffsetT>
   if (a.arg != nullptr) a.arg[at] = length == 0 ? -1 : acc.index();
 }
 
-// Rows of a group that hold at most 32 elements: one lane each, in element order.
+// A row of at most 32 elements, by one lane, in element order.
 template <typename T, typename OffsetT, typename Acc>
-__device__ void reduce_tiny_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t group) {
-  const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t D = L.geometry.inner;
-  const std::int64_t b = group * kWarpSize + lane_id();
-  if (b >= L.batch) return;
-  std::int64_t begin = 0, length = 0;
-  row_extent(L.offsets, b, L.nnz, begin, length);
-  if (!is_tiny(length, L.geometry)) return;
+__device__ void reduce_tiny_row(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t b, std::int64_t begin,
+                                std::int64_t length) {
+  const std::int64_t D = a.layout.geometry.inner;
   for (std::int64_t c = 0; c < D; ++c) {
     Acc acc;
     for (std::int64_t t = 0; t < length; ++t) acc.add(to_float(a.values[(begin + t) * D + c]), t);
@@ -100,17 +95,12 @@ __device__ void reduce_tiny_rows(const SegmentReduceArgs<T, OffsetT>& a, std::in
   }
 }
 
-// Wide rows have no lane-per-row path; a group only writes the results of its empty rows, a warp per row.
+// The results of the empty rows first + i (bit i of `empty`), a warp per row.
 template <typename T, typename OffsetT>
-__device__ void write_empty_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t group) {
-  const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t D = L.geometry.inner;
-  const std::int64_t b = group * kWarpSize + lane_id();
-  std::int64_t begin = 0, length = 1;
-  if (b < L.batch) row_extent(L.offsets, b, L.nnz, begin, length);
-  unsigned empty = __ballot_sync(0xffffffffu, b < L.batch && length == 0);
+__device__ void write_empty_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t first, unsigned empty) {
+  const std::int64_t D = a.layout.geometry.inner;
   while (empty != 0) {
-    const std::int64_t row = group * kWarpSize + __ffs(empty) - 1;
+    const std::int64_t row = first + __ffs(empty) - 1;
     empty &= empty - 1;
     for (std::int64_t col = lane_id(); col < D; col += kWarpSize) {
       a.out[row * D + col] = from_float<T>(a.empty_value);
@@ -119,14 +109,28 @@ __device__ void write_empty_rows(const SegmentReduceArgs<T, OffsetT>& a, std::in
   }
 }
 
+template <typename T, typename OffsetT, typename Acc>
+__global__ void __launch_bounds__(kThreads)
+    segment_reduce_rows_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
+  const std::int64_t groups = row_groups(a.layout.batch);
+  for (std::int64_t group = global_warp(); group < groups; group += total_warps())
+    row_pass(
+        a.layout, group,
+        [&](std::int64_t b, std::int64_t begin, std::int64_t length) {
+          reduce_tiny_row<T, OffsetT, Acc>(a, b, begin, length);
+        },
+        [&](std::int64_t first, unsigned empty) { write_empty_rows(a, first, empty); });
+}
+
 
 template <typename T, typename OffsetT, typename Acc, int V>
 __device__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t u) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   const std::int64_t D = g.inner;
-  const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::units);
-  const std::int64_t local = u - L.plan[b].units;
+  const RowLocation at = locate_row(L, u, &RowWork::units);
+  const std::int64_t b = at.row;
+  const std::int64_t local = u - at.before.units;
   const std::int64_t chunk = local / g.tiles;
   const LaneSlot slot = lane_slot(g, local % g.tiles);
   std::int64_t begin = 0, length = 0;
@@ -169,33 +173,30 @@ __device__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
     for (int v = 0; v < V; ++v) write_result(a, b, slot.vcol * V + v, acc[v], length);
     return;
   }
-  const std::int64_t partial = L.plan[b].partials + chunk;
+  const std::int64_t partial = at.before.partials + chunk;
   if (partial >= L.partial_capacity) return;  // only reachable with malformed (overlapping) offsets
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v].store(a.partial_value, a.partial_index, partial * D + slot.vcol * V + v);
 }
 
 template <typename T, typename OffsetT, typename Acc, int V>
-__global__ void __launch_bounds__(kThreads) segment_reduce_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
+__global__ void __launch_bounds__(kThreads)
+    segment_reduce_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t groups = (L.batch + kWarpSize - 1) / kWarpSize;
-  const std::int64_t total = groups + L.plan[L.batch].units;
-  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
-    if (u >= groups) reduce_unit<T, OffsetT, Acc, V>(a, u - groups);
-    else if (L.geometry.tiny_tokens > 0) reduce_tiny_rows<T, OffsetT, Acc>(a, u);
-    else write_empty_rows(a, u);
-  }
+  const std::int64_t total = L.plan[row_groups(L.batch)].units;
+  for (std::int64_t u = global_warp(); u < total; u += total_warps()) reduce_unit<T, OffsetT, Acc, V>(a, u);
 }
 
 // Merges the partials of each multi-chunk row in chunk order and writes the row's result.
 template <typename T, typename OffsetT, typename Acc>
-__global__ void __launch_bounds__(kThreads) segment_combine_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
+__global__ void __launch_bounds__(kThreads)
+    segment_combine_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t total = L.plan[L.batch].combine_units;
+  const std::int64_t total = L.plan[row_groups(L.batch)].combine_units;
   for (std::int64_t u = global_warp(); u < total; u += total_warps())
     combine_unit<Acc>(
         L, u, [&](std::int64_t at) { return Acc::load(a.partial_value, a.partial_index, at); },
-        [&](std::int64_t b, std::int64_t col, const Acc& acc, std::int64_t length) {
+        [&](std::int64_t b, std::int64_t col, const Acc& acc, std::int64_t length, std::int64_t) {
           write_result(a, b, col, acc, length);
         });
 }
@@ -204,18 +205,18 @@ template <typename T, typename OffsetT, typename Acc, int V>
 Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
-  // Work bounds known on the host: every row's units fit in (nnz / chunk + rows) * tiles.
-  const std::int64_t groups = (L.batch + kWarpSize - 1) / kWarpSize;
-  const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
   unsigned blocks = 0;
-  Status s = grid_size(groups + units, kWarpsPerBlock, kBlocksPerSm, blocks);
-  if (s != Status::kSuccess) return s;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_rows_kernel<T, OffsetT, Acc>, row_groups(L.batch), blocks));
+  segment_reduce_rows_kernel<T, OffsetT, Acc><<<blocks, kThreads, 0, stream>>>(a);
+  RAGGED_RETURN_IF_ERROR(check_launch("segment_reduce_rows_kernel"));
+  RAGGED_RETURN_IF_ERROR(scan_plan(L, stream));
+  // Work bounds known on the host: every row's units fit in (nnz / chunk + rows) * tiles.
+  const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_kernel<T, OffsetT, Acc, V>, units, blocks));
   segment_reduce_kernel<T, OffsetT, Acc, V><<<blocks, kThreads, 0, stream>>>(a);
-  s = check_launch("segment_reduce_kernel");
-  if (s != Status::kSuccess) return s;
+  RAGGED_RETURN_IF_ERROR(check_launch("segment_reduce_kernel"));
   const std::int64_t combine_units = (L.nnz / g.chunk_tokens + 1) * g.combine_tiles;
-  s = grid_size(combine_units, kWarpsPerBlock, kBlocksPerSm, blocks);
-  if (s != Status::kSuccess) return s;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_combine_kernel<T, OffsetT, Acc>, combine_units, blocks));
   segment_combine_kernel<T, OffsetT, Acc><<<blocks, kThreads, 0, stream>>>(a);
   return check_launch("segment_combine_kernel");
 }
@@ -240,6 +241,31 @@ __device__ __forceinline__ float grad_at(const SegmentReduceBackwardArgs<T, Offs
   return a.op == ReduceOp::kMean ? g / static_cast<float>(length) : g;
 }
 
+// A tiny row, by one lane.
+template <typename T, typename OffsetT>
+__device__ void backward_tiny_row(const SegmentReduceBackwardArgs<T, OffsetT>& a, std::int64_t b, std::int64_t begin,
+                                  std::int64_t length) {
+  const std::int64_t D = a.layout.geometry.inner;
+  const bool routed = a.op == ReduceOp::kMax || a.op == ReduceOp::kMin;
+  for (std::int64_t c = 0; c < D; ++c) {
+    const float grad = grad_at(a, b * D + c, length);
+    const std::int64_t arg = routed ? a.arg[b * D + c] : -1;
+    for (std::int64_t t = 0; t < length; ++t)
+      a.grad_in[(begin + t) * D + c] = from_float<T>(!routed || t == arg ? grad : 0.0f);
+  }
+}
+
+template <typename T, typename OffsetT>
+__global__ void __launch_bounds__(kThreads)
+    segment_reduce_backward_rows_kernel(const __grid_constant__ SegmentReduceBackwardArgs<T, OffsetT> a) {
+  const std::int64_t groups = row_groups(a.layout.batch);
+  for (std::int64_t group = global_warp(); group < groups; group += total_warps())
+    row_pass(
+        a.layout, group,
+        [&](std::int64_t b, std::int64_t begin, std::int64_t length) { backward_tiny_row(a, b, begin, length); },
+        [](std::int64_t, unsigned) {});  // an empty row has no gradient to write
+}
+
 template <typename T, typename OffsetT, int V>
 __global__ void __launch_bounds__(kThreads)
     segment_reduce_backward_kernel(const __grid_constant__ SegmentReduceBackwardArgs<T, OffsetT> a) {
@@ -247,26 +273,11 @@ __global__ void __launch_bounds__(kThreads)
   const SegmentGeometry& g = L.geometry;
   const std::int64_t D = g.inner;
   const bool routed = a.op == ReduceOp::kMax || a.op == ReduceOp::kMin;
-  const std::int64_t groups = g.tiny_tokens > 0 ? (L.batch + kWarpSize - 1) / kWarpSize : 0;
-  const std::int64_t total = groups + L.plan[L.batch].units;
-  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
-    if (u < groups) {
-      const std::int64_t b = u * kWarpSize + lane_id();
-      if (b >= L.batch) continue;
-      std::int64_t begin = 0, length = 0;
-      row_extent(L.offsets, b, L.nnz, begin, length);
-      if (length == 0 || !is_tiny(length, g)) continue;
-      for (std::int64_t c = 0; c < D; ++c) {
-        const float grad = grad_at(a, b * D + c, length);
-        const std::int64_t arg = routed ? a.arg[b * D + c] : -1;
-        for (std::int64_t t = 0; t < length; ++t)
-          a.grad_in[(begin + t) * D + c] = from_float<T>(!routed || t == arg ? grad : 0.0f);
-      }
-      continue;
-    }
-    const std::int64_t unit = u - groups;
-    const std::int64_t b = find_row(L.plan, L.batch, unit, &RowWork::units);
-    const std::int64_t local = unit - L.plan[b].units;
+  const std::int64_t total = L.plan[row_groups(L.batch)].units;
+  for (std::int64_t unit = global_warp(); unit < total; unit += total_warps()) {
+    const RowLocation at = locate_row(L, unit, &RowWork::units);
+    const std::int64_t b = at.row;
+    const std::int64_t local = unit - at.before.units;
     const LaneSlot slot = lane_slot(g, local % g.tiles);
     if (!slot.active) continue;
     std::int64_t begin = 0, length = 0;
@@ -277,9 +288,9 @@ __global__ void __launch_bounds__(kThreads)
     std::int64_t arg[V];
 #pragma unroll
     for (int v = 0; v < V; ++v) {
-      const std::int64_t at = b * D + slot.vcol * V + v;
-      grad[v] = grad_at(a, at, length);
-      arg[v] = routed ? a.arg[at] : -1;
+      const std::int64_t at_col = b * D + slot.vcol * V + v;
+      grad[v] = grad_at(a, at_col, length);
+      arg[v] = routed ? a.arg[at_col] : -1;
     }
     T* base = a.grad_in + begin * D + slot.vcol * V;
     for (std::int64_t t = t0 + slot.phase; t < t1; t += g.phases) {
@@ -294,11 +305,14 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, typename OffsetT, int V>
 Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStream_t stream) {
   const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t groups = (L.batch + kWarpSize - 1) / kWarpSize;
-  const std::int64_t units = (L.nnz / L.geometry.chunk_tokens + std::min(L.batch, L.nnz)) * L.geometry.tiles;
   unsigned blocks = 0;
-  Status s = grid_size(groups + units, kWarpsPerBlock, kBlocksPerSm, blocks);
-  if (s != Status::kSuccess) return s;
+  RAGGED_RETURN_IF_ERROR(
+      persistent_grid(&segment_reduce_backward_rows_kernel<T, OffsetT>, row_groups(L.batch), blocks));
+  segment_reduce_backward_rows_kernel<T, OffsetT><<<blocks, kThreads, 0, stream>>>(a);
+  RAGGED_RETURN_IF_ERROR(check_launch("segment_reduce_backward_rows_kernel"));
+  RAGGED_RETURN_IF_ERROR(scan_plan(L, stream));
+  const std::int64_t units = (L.nnz / L.geometry.chunk_tokens + std::min(L.batch, L.nnz)) * L.geometry.tiles;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_backward_kernel<T, OffsetT, V>, units, blocks));
   segment_reduce_backward_kernel<T, OffsetT, V><<<blocks, kThreads, 0, stream>>>(a);
   return check_launch("segment_reduce_backward_kernel");
 }

@@ -1,26 +1,26 @@
 // Softmax / log-softmax over the ragged dimension, forward and backward, per inner column.
 //
-// Same work list as the reductions (segment_reduce.cu), but a unit is small enough to stay in registers: the
-// warp loads its unit once, computes the unit's statistic (max and sum of exponentials forward; sum of dy * y,
-// or of dy, backward) and, when the row is a single unit, writes the result from registers: one read and one
-// write of the data. A row of several chunks stores per-chunk statistics. Up to kLocalFinishChunks chunks
-// (segment_geometry.h), the warp that completes the last chunk of a (row, column tile) merges them in chunk order
-// and re-reads the chunks to write them while they are still in L2 (an arrival counter per row and tile, as in
-// CUDA's threadfence reduction; the counter only picks the warp, the merge order is fixed). Longer rows: the
-// combine kernel merges, and a second-pass kernel re-reads the row to write it.
+// Same row pass, plan and units as the reductions (segment_reduce.cu), but a unit is small enough to stay in
+// registers: the warp loads its unit once, computes the unit's statistic (max and sum of exponentials forward;
+// sum of dy * y, or of dy, backward) and, when the row is a single unit, writes the result from registers: one
+// read and one write of the data. A row of several chunks stores per-chunk statistics. Up to
+// local_finish_chunks chunks (segment_geometry.h), the warp that completes the last chunk of a (row, column
+// tile) merges them in chunk order and re-reads the chunks to write them while they are still in L2 (an arrival
+// counter per row and tile, as in CUDA's threadfence reduction; the counter only picks the warp, the merge order
+// is fixed). Longer rows: the combine kernel merges, and a second-pass kernel re-reads the row to write it (the
+// plan counts those rows' combine and second-pass units apart, so neither kernel visits the other rows).
 #include <cmath>
 
 #include "launch.cuh"
 #include "segment_common.cuh"
 #include "segment_launch.h"
+#include "validate.h"
 
 namespace ragged {
 namespace detail {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kWarpsPerBlock = kThreads / kWarpSize;
-constexpr int kBlocksPerSm = 8;
+constexpr int kThreads = kSegmentThreads;
 
 __device__ __forceinline__ float nan_max(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : fmaxf(a, b); }
 
@@ -123,16 +123,10 @@ __device__ __forceinline__ void add_one(typename Op::Stat& st, float x, float dy
 }
 
 
-// Tiny rows: one lane per row, three short passes over the row (statistic, then write).
+// A tiny row, by one lane: per column, the statistic, then the writes.
 template <typename Op, typename T, typename OffsetT>
-__device__ void normalize_tiny_rows(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t group) {
-  const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t D = L.geometry.inner;
-  const std::int64_t b = group * kWarpSize + lane_id();
-  if (b >= L.batch) return;
-  std::int64_t begin = 0, length = 0;
-  row_extent(L.offsets, b, L.nnz, begin, length);
-  if (length == 0 || !is_tiny(length, L.geometry)) return;
+__device__ void normalize_tiny_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t begin, std::int64_t length) {
+  const std::int64_t D = a.layout.geometry.inner;
   for (std::int64_t c = 0; c < D; ++c) {
     typename Op::Stat st;
     for (std::int64_t t = 0; t < length; ++t) {
@@ -152,12 +146,13 @@ enum class Pass {
   kLocalSecond,  // output of a row that finishes locally, by the warp that completed its last chunk
 };
 
-// Unit `local` of row b. First pass: statistic, and the output too when the row is this single unit; returns
-// true (warp-uniform) when this warp completed the last first-pass unit of a locally finished (row, tile).
-// Second passes: the output from the row's merged statistic, read from the row's first partial slot.
+// Unit `local` of row b, whose partials start at slot first_partial. First pass: statistic, and the output too
+// when the row is this single unit; returns true (warp-uniform) when this warp completed the last first-pass unit
+// of a locally finished (row, tile). Second passes: the output from the row's merged statistic, read from the
+// row's first partial slot.
 template <typename Op, typename T, typename OffsetT, int V>
 __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t b, std::int64_t local,
-                               Pass pass) {
+                               std::int64_t first_partial, Pass pass) {
   constexpr int N = Op::kFloatsPerLane / V;
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
@@ -168,13 +163,12 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
   row_extent(L.offsets, b, L.nnz, begin, length);
   const std::int64_t chunks = chunks_of(length, g);
   const bool single = chunks == 1;
-  const bool local_finish = finishes_locally(chunks);
+  const bool local_finish = finishes_locally(chunks, g);
   // All warp-uniform: the whole warp works on row b.
   if (pass == Pass::kSecond && (single || local_finish)) return false;
   const bool second_pass = pass != Pass::kFirst;
   const std::int64_t t0 = chunk * g.chunk_tokens;
   const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
-  const std::int64_t first_partial = L.plan[b].partials;
 
   float x[N][V];
   float dy[N][V];
@@ -243,16 +237,16 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
   return false;
 }
 
-// After the last first-pass unit of (row b, column tile): merges the chunk statistics of the tile's columns in
+// After the last first-pass unit of (a row, column tile): merges the chunk statistics of the tile's columns in
 // chunk order into the row's first partial slot. The caller then writes every chunk of the tile from it; those
 // chunks were read moments ago by the warps that computed their statistics, so the re-read hits L2.
 template <typename Op, typename T, typename OffsetT, int V>
-__device__ void merge_locally(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t b, std::int64_t tile,
+__device__ void merge_locally(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t first, std::int64_t tile,
                               std::int64_t chunks) {
+  // first: the row's first partial slot, < partial_capacity (normalize_unit checked it)
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   const std::int64_t D = g.inner;
-  const std::int64_t first = L.plan[b].partials;  // < partial_capacity: normalize_unit checked it
   const std::int64_t col0 = g.narrow ? 0 : tile * kWarpSize * V;
   const std::int64_t col1 = g.narrow ? D : min(D, col0 + kWarpSize * V);
   for (std::int64_t col = col0 + lane_id(); col < col1; col += kWarpSize) {
@@ -264,78 +258,84 @@ __device__ void merge_locally(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int6
   __syncwarp();  // the merged statistics are visible to every lane of the warp
 }
 
+template <typename Op, typename T, typename OffsetT>
+__global__ void __launch_bounds__(kThreads)
+    segment_softmax_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  const std::int64_t groups = row_groups(a.layout.batch);
+  for (std::int64_t group = global_warp(); group < groups; group += total_warps())
+    row_pass(
+        a.layout, group,
+        [&](std::int64_t, std::int64_t begin, std::int64_t length) { normalize_tiny_row<Op>(a, begin, length); },
+        [](std::int64_t, unsigned) {});  // an empty row has no output
+}
+
 template <typename Op, typename T, typename OffsetT, int V>
-__global__ void __launch_bounds__(kThreads, Op::kMinBlocksPerSm) segment_softmax_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+__global__ void __launch_bounds__(kThreads, Op::kMinBlocksPerSm)
+    segment_softmax_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t groups = L.geometry.tiny_tokens > 0 ? (L.batch + kWarpSize - 1) / kWarpSize : 0;
-  const std::int64_t total = groups + L.plan[L.batch].units;
+  const std::int64_t total = L.plan[row_groups(L.batch)].units;
   const std::int64_t tiles = L.geometry.tiles;
   // A warp that completes a locally finished (row, tile) writes its chunks before taking the next unit. One
   // normalize_unit call site for both passes keeps the kernel at one inlined copy of it (registers).
-  std::int64_t finish_row = -1, finish_tile = 0, finish_chunk = 0, finish_chunks = 0;
+  std::int64_t finish_row = -1, finish_first_partial = 0, finish_tile = 0, finish_chunk = 0, finish_chunks = 0;
   std::int64_t u = global_warp();
   while (true) {
-    std::int64_t b = 0, local = 0;
+    std::int64_t b = 0, local = 0, first_partial = 0;
     Pass pass = Pass::kFirst;
     if (finish_row >= 0) {
       b = finish_row;
+      first_partial = finish_first_partial;
       local = finish_chunk * tiles + finish_tile;
       pass = Pass::kLocalSecond;
       if (++finish_chunk == finish_chunks) finish_row = -1;
     } else {
       if (u >= total) break;
-      const std::int64_t current = u;
+      const RowLocation at = locate_row(L, u, &RowWork::units);
+      b = at.row;
+      local = u - at.before.units;
+      first_partial = at.before.partials;
       u += total_warps();
-      if (current < groups) {
-        normalize_tiny_rows<Op>(a, current);
-        continue;
-      }
-      const std::int64_t unit = current - groups;
-      b = find_row(L.plan, L.batch, unit, &RowWork::units);
-      local = unit - L.plan[b].units;
     }
-    if (!normalize_unit<Op, T, OffsetT, V>(a, b, local, pass)) continue;
+    if (!normalize_unit<Op, T, OffsetT, V>(a, b, local, first_partial, pass)) continue;
     std::int64_t begin = 0, length = 0;
     row_extent(L.offsets, b, L.nnz, begin, length);
     finish_row = b;
+    finish_first_partial = first_partial;
     finish_tile = local % tiles;
     finish_chunk = 0;
     finish_chunks = chunks_of(length, L.geometry);
-    merge_locally<Op, T, OffsetT, V>(a, b, finish_tile, finish_chunks);
+    merge_locally<Op, T, OffsetT, V>(a, first_partial, finish_tile, finish_chunks);
   }
 }
 
 template <typename Op, typename T, typename OffsetT, int V>
-__global__ void __launch_bounds__(kThreads) segment_softmax_second_pass_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+__global__ void __launch_bounds__(kThreads)
+    segment_softmax_second_pass_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t total = L.plan[L.batch].units;
+  const std::int64_t total = L.plan[row_groups(L.batch)].second_units;
   // Last unit first: the first pass walked the units in order, so its last ones are what L2 still holds (up to
   // its size), and the start of this pass re-reads them from there. The order changes no result.
   for (std::int64_t i = global_warp(); i < total; i += total_warps()) {
     const std::int64_t u = total - 1 - i;
-    const std::int64_t b = find_row(L.plan, L.batch, u, &RowWork::units);
-    normalize_unit<Op, T, OffsetT, V>(a, b, u - L.plan[b].units, Pass::kSecond);
+    const RowLocation at = locate_row(L, u, &RowWork::second_units);
+    normalize_unit<Op, T, OffsetT, V>(a, at.row, u - at.before.second_units, at.before.partials, Pass::kSecond);
   }
 }
 
-// Merges the per-unit statistics of each multi-unit row in unit order and leaves the result in the row's first
-// partial slot. Only the lane that reads slot 0 of a column writes it, after all its reads.
+// Merges the per-unit statistics of each row that needs the second pass, in unit order, and leaves the result in
+// the row's first partial slot. Only the lane that reads slot 0 of a column writes it, after all its reads.
 template <typename Op, typename T, typename OffsetT>
-__global__ void __launch_bounds__(kThreads) segment_softmax_combine_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+__global__ void __launch_bounds__(kThreads)
+    segment_softmax_combine_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   using Stat = typename Op::Stat;
   const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t total = L.plan[L.batch].combine_units;
-  for (std::int64_t u = global_warp(); u < total; u += total_warps()) {
-    std::int64_t begin = 0, length = 0;
-    row_extent(L.offsets, find_row(L.plan, L.batch, u, &RowWork::combine_units), L.nnz, begin, length);
-    if (finishes_locally(chunks_of(length, L.geometry))) continue;  // merged by the first-pass kernel
+  const std::int64_t total = L.plan[row_groups(L.batch)].combine_units;
+  for (std::int64_t u = global_warp(); u < total; u += total_warps())
     combine_unit<Stat>(
         L, u, [&](std::int64_t at) { return Op::load(a.partial_a, a.partial_b, at); },
-        [&](std::int64_t b, std::int64_t col, const Stat& st, std::int64_t) {
-          const std::int64_t first = L.plan[b].partials;
+        [&](std::int64_t, std::int64_t col, const Stat& st, std::int64_t, std::int64_t first) {
           if (first < L.partial_capacity) Op::store(st, a.partial_a, a.partial_b, first * L.geometry.inner + col);
         });
-  }
 }
 
 template <typename Op, typename T, typename OffsetT, int V>
@@ -344,23 +344,24 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stre
   const SegmentGeometry& g = L.geometry;
   if (g.chunk_tokens != static_cast<std::int64_t>(g.phases) * (Op::kFloatsPerLane / V))
     return fail(Status::kInvalidArgument, "segment_softmax: geometry does not match the kernel's register tile");
-  const std::int64_t groups = (L.batch + kWarpSize - 1) / kWarpSize;
-  const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
   unsigned blocks = 0;
-  Status s = grid_size(groups + units, kWarpsPerBlock, kBlocksPerSm, blocks);
-  if (s != Status::kSuccess) return s;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_rows_kernel<Op, T, OffsetT>, row_groups(L.batch), blocks));
+  segment_softmax_rows_kernel<Op, T, OffsetT><<<blocks, kThreads, 0, stream>>>(a);
+  RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_rows_kernel"));
+  RAGGED_RETURN_IF_ERROR(scan_plan(L, stream));
   const std::size_t arrival_bytes = static_cast<std::size_t>(L.partial_capacity * g.tiles) * sizeof(int);
-  if (arrival_bytes > 0 &&
-      (s = from_cuda(cudaMemsetAsync(a.arrivals, 0, arrival_bytes, stream), "cudaMemsetAsync(arrivals)")) !=
-          Status::kSuccess)
-    return s;
+  if (arrival_bytes > 0)
+    RAGGED_RETURN_IF_ERROR(
+        from_cuda(cudaMemsetAsync(a.arrivals, 0, arrival_bytes, stream), "cudaMemsetAsync(arrivals)"));
+  const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_kernel<Op, T, OffsetT, V>, units, blocks));
   segment_softmax_kernel<Op, T, OffsetT, V><<<blocks, kThreads, 0, stream>>>(a);
-  if ((s = check_launch("segment_softmax_kernel")) != Status::kSuccess) return s;
+  RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_kernel"));
   const std::int64_t combine_units = (L.nnz / g.chunk_tokens + 1) * g.combine_tiles;
-  if ((s = grid_size(combine_units, kWarpsPerBlock, kBlocksPerSm, blocks)) != Status::kSuccess) return s;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_combine_kernel<Op, T, OffsetT>, combine_units, blocks));
   segment_softmax_combine_kernel<Op, T, OffsetT><<<blocks, kThreads, 0, stream>>>(a);
-  if ((s = check_launch("segment_softmax_combine_kernel")) != Status::kSuccess) return s;
-  if ((s = grid_size(units, kWarpsPerBlock, kBlocksPerSm, blocks)) != Status::kSuccess) return s;
+  RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_combine_kernel"));
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_second_pass_kernel<Op, T, OffsetT, V>, units, blocks));
   segment_softmax_second_pass_kernel<Op, T, OffsetT, V><<<blocks, kThreads, 0, stream>>>(a);
   return check_launch("segment_softmax_second_pass_kernel");
 }

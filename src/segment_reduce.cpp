@@ -40,8 +40,10 @@ Status check_ragged(const RaggedView<const T, OffsetT>& v, bool needs_values, co
   return Status::kSuccess;
 }
 
-// The plan, CUB's scan storage and the partials, carved from one workspace. Query and run share this code.
+// The row pass's group sums, the plan, CUB's scan storage and the partials, carved from one workspace. Query and
+// run share this code.
 struct SegmentScratch {
+  RowWork* group_work = nullptr;
   RowWork* plan = nullptr;
   void* cub = nullptr;
   std::size_t cub_bytes = 0;
@@ -65,14 +67,20 @@ void carve_arrivals(detail::WorkspaceLayout& layout, const Geometries& gs, std::
   scratch.arrivals = layout.take_array<int>(std::max(scratch.capacity * gs.g.tiles, other));
 }
 
-template <typename OffsetT>
-Status carve_scratch(detail::WorkspaceLayout& layout, const OffsetT* offsets, std::int64_t batch, std::int64_t nnz,
-                     const Geometries& gs, std::size_t partial_b_elem_bytes, SegmentScratch& scratch) {
-  const SegmentGeometry& g = gs.g;
-  scratch.plan = layout.take_array<RowWork>(batch + 1);
-  RAGGED_RETURN_IF_ERROR(
-      detail::launch_segment_plan<OffsetT>(nullptr, scratch.cub_bytes, offsets, batch, nnz, g, nullptr, nullptr));
+// The pieces every segment op needs: group sums, plan and the plan scan's storage.
+Status carve_plan(detail::WorkspaceLayout& layout, std::int64_t batch, SegmentScratch& scratch) {
+  const std::int64_t groups = detail::row_groups(batch);
+  scratch.group_work = layout.take_array<RowWork>(groups);
+  scratch.plan = layout.take_array<RowWork>(groups + 1);
+  RAGGED_RETURN_IF_ERROR(detail::launch_segment_plan(nullptr, scratch.cub_bytes, nullptr, groups, nullptr, nullptr));
   scratch.cub = layout.take(scratch.cub_bytes);
+  return Status::kSuccess;
+}
+
+Status carve_scratch(detail::WorkspaceLayout& layout, std::int64_t batch, std::int64_t nnz, const Geometries& gs,
+                     std::size_t partial_b_elem_bytes, SegmentScratch& scratch) {
+  const SegmentGeometry& g = gs.g;
+  RAGGED_RETURN_IF_ERROR(carve_plan(layout, batch, scratch));
   scratch.capacity = detail::max_partial_chunks(nnz, g);
   const std::int64_t rows = std::max(scratch.capacity, detail::max_partial_chunks(nnz, gs.other)) * g.inner;
   scratch.partial_a = layout.take_array<float>(rows);
@@ -80,20 +88,22 @@ Status carve_scratch(detail::WorkspaceLayout& layout, const OffsetT* offsets, st
   return Status::kSuccess;
 }
 
-// Query phase: report the size. Run phase: check the caller's size and build the plan.
+// Query phase: report the size. Run phase: check the caller's size and fill the kernels' layout (the launchers
+// run the row pass and the plan scan).
 template <typename OffsetT>
 Status prepare(void* d_workspace, std::size_t& workspace_bytes, const detail::WorkspaceLayout& layout,
-               SegmentScratch& scratch, const OffsetT* offsets, std::int64_t batch, std::int64_t nnz,
-               const SegmentGeometry& g, const char* op, cudaStream_t stream, SegmentLayout<OffsetT>& out) {
+               const SegmentScratch& scratch, const OffsetT* offsets, std::int64_t batch, std::int64_t nnz,
+               const SegmentGeometry& g, const char* op, SegmentLayout<OffsetT>& out) {
   RAGGED_RETURN_IF_ERROR(layout.finish(workspace_bytes, op));
   if (d_workspace == nullptr) return Status::kSuccess;
-  RAGGED_RETURN_IF_ERROR(detail::launch_segment_plan<OffsetT>(scratch.cub, scratch.cub_bytes, offsets, batch, nnz, g,
-                                                              scratch.plan, stream));
   out.offsets = offsets;
   out.batch = batch;
   out.nnz = nnz;
   out.geometry = g;
+  out.group_work = scratch.group_work;
   out.plan = scratch.plan;
+  out.cub_temp = scratch.cub;
+  out.cub_temp_bytes = scratch.cub_bytes;
   out.partial_capacity = scratch.capacity;
   return Status::kSuccess;
 }
@@ -118,7 +128,9 @@ Geometries softmax_geometry(std::int64_t inner, std::size_t elem_size, const voi
                   (out != nullptr && detail::segment_vector_width(inner, elem_size, out) != vec)))
     vec = 1;
   const int floats = backward ? detail::kSoftmaxBackwardFloatsPerLane : detail::kSoftmaxFloatsPerLane;
-  auto make = [&](int v) { return detail::make_segment_geometry(inner, v, floats / v); };
+  auto make = [&](int v) {
+    return detail::make_segment_geometry(inner, v, floats / v, detail::kLocalFinishChunks);
+  };
   return {make(vec), make(other_vector_width(inner, elem_size, vec))};
 }
 
@@ -144,11 +156,11 @@ Status segment_reduce(void* d_workspace, std::size_t& workspace_bytes, RaggedVie
   const SegmentGeometry& g = gs.g;
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
-  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, src.offsets, src.batch, src.nnz, gs,
-                                       is_extreme(op) ? sizeof(std::int64_t) : 0, scratch));
+  RAGGED_RETURN_IF_ERROR(
+      carve_scratch(layout, src.batch, src.nnz, gs, is_extreme(op) ? sizeof(std::int64_t) : 0, scratch));
   detail::SegmentReduceArgs<T, OffsetT> args;
   RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, src.offsets, src.batch, src.nnz, g,
-                                 "segment_reduce", stream, args.layout));
+                                 "segment_reduce", args.layout));
   if (d_workspace == nullptr || src.batch == 0) return Status::kSuccess;
   args.values = src.values;
   args.op = op;
@@ -175,13 +187,10 @@ Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, 
   const SegmentGeometry g = reduce_geometry(shape.inner, sizeof(T), d_grad_in).g;  // no partials to size
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
-  scratch.plan = layout.take_array<RowWork>(shape.batch + 1);
-  RAGGED_RETURN_IF_ERROR(detail::launch_segment_plan<OffsetT>(nullptr, scratch.cub_bytes, shape.offsets, shape.batch,
-                                                              shape.nnz, g, nullptr, nullptr));
-  scratch.cub = layout.take(scratch.cub_bytes);
+  RAGGED_RETURN_IF_ERROR(carve_plan(layout, shape.batch, scratch));
   detail::SegmentReduceBackwardArgs<T, OffsetT> args;
   RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, shape.offsets, shape.batch, shape.nnz,
-                                 g, "segment_reduce_backward", stream, args.layout));
+                                 g, "segment_reduce_backward", args.layout));
   if (d_workspace == nullptr || shape.batch == 0) return Status::kSuccess;
   args.op = op;
   args.grad_out = d_grad_out;
@@ -199,11 +208,11 @@ Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, RaggedVi
   const SegmentGeometry& g = gs.g;
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
-  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, src.offsets, src.batch, src.nnz, gs, sizeof(float), scratch));
+  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, src.batch, src.nnz, gs, sizeof(float), scratch));
   carve_arrivals(layout, gs, src.nnz, scratch);
   detail::SegmentSoftmaxArgs<T, OffsetT> args;
   RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, src.offsets, src.batch, src.nnz, g,
-                                 "segment_softmax", stream, args.layout));
+                                 "segment_softmax", args.layout));
   if (d_workspace == nullptr || src.batch == 0) return Status::kSuccess;
   args.log = log;
   args.backward = false;
@@ -227,11 +236,11 @@ Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes,
   const SegmentGeometry& g = gs.g;
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
-  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, shape.offsets, shape.batch, shape.nnz, gs, 0, scratch));
+  RAGGED_RETURN_IF_ERROR(carve_scratch(layout, shape.batch, shape.nnz, gs, 0, scratch));
   carve_arrivals(layout, gs, shape.nnz, scratch);
   detail::SegmentSoftmaxArgs<T, OffsetT> args;
   RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, shape.offsets, shape.batch, shape.nnz,
-                                 g, "segment_softmax_backward", stream, args.layout));
+                                 g, "segment_softmax_backward", args.layout));
   if (d_workspace == nullptr || shape.batch == 0) return Status::kSuccess;
   args.log = log;
   args.backward = true;

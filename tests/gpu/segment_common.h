@@ -44,7 +44,8 @@ using test::run_two_phase;
 constexpr std::int64_t kInnerSizes[] = {1, 3, 64, 1000};
 
 // ---------------------------------------------------------------------------------------------------------
-// Length sets: every regime of test::all_regimes(), power-law lengths, and one row holding ~all of 1M+ elements.
+// Length sets: every regime of test::all_regimes(), power-law lengths, one row holding ~all of 1M+ elements, and
+// thousands of rows with scattered long ones.
 // ---------------------------------------------------------------------------------------------------------
 struct LengthSet {
   std::string name;
@@ -73,11 +74,28 @@ inline std::vector<std::int64_t> one_row_holds_all(std::mt19937_64& rng, std::in
   return lengths;
 }
 
+// Thousands of rows (the plan has one entry per 128 rows, so finding a work item's row takes several steps of the
+// warp-wide search), mostly of 0..2 tokens, with long rows scattered among them (single- and multi-chunk, and
+// for softmax some past the local-finish limit) and runs of 1024 rows with none.
+inline std::vector<std::int64_t> scattered_long_rows(std::mt19937_64& rng, std::int64_t inner) {
+  const std::int64_t rows = std::max<std::int64_t>(300, 20000 / std::max<std::int64_t>(1, inner / 16));
+  std::uniform_int_distribution<std::int64_t> tiny(0, 2);
+  std::uniform_int_distribution<std::int64_t> long_length(3, 40000 / inner + 3);
+  std::bernoulli_distribution is_long(0.003);
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(rows));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const bool quiet = (i / 1024) % 3 == 1;
+    lengths[static_cast<std::size_t>(i)] = !quiet && (is_long(rng) || i == 5) ? long_length(rng) : tiny(rng);
+  }
+  return lengths;
+}
+
 inline std::vector<LengthSet> length_sets(std::mt19937_64& rng, std::int64_t inner) {
   std::vector<LengthSet> sets;
   for (Regime regime : all_regimes()) sets.push_back({regime_name(regime), make_lengths(regime, rng, regime_scale(inner))});
   sets.push_back({"power law", power_law_lengths(rng, inner)});
   sets.push_back({"one row holds all", one_row_holds_all(rng, inner)});
+  sets.push_back({"scattered long rows", scattered_long_rows(rng, inner)});
   return sets;
 }
 
