@@ -9,6 +9,7 @@
 
 #include "attention_launch.h"
 #include "ragged/view.h"
+#include "warp_search.cuh"
 
 namespace ragged {
 namespace detail {
@@ -65,24 +66,10 @@ __device__ __forceinline__ std::int64_t first_slot(const AttentionSeqIndex& s, s
 }
 
 // The sequence that owns `slot`: the largest b in [0, batch) with first_slot(b) <= slot, or -1 when there is
-// none (only with malformed offsets). A 32-ary search by the whole warp (every lane must call it; all get the
-// same answer): each round probes 32 evenly spaced candidates with one coalesced load, so a batch of 10^5
-// sequences takes 4 rounds instead of 17 dependent loads of a binary search.
+// none (only with malformed offsets). Searched by the whole warp (every lane must call it).
 __device__ __forceinline__ std::int64_t find_slot_owner(const AttentionSeqIndex& s, std::int64_t batch, int tile,
                                                          std::int64_t slot) {
-  const int lane = static_cast<int>(threadIdx.x) & 31;
-  std::int64_t lo = 0, hi = batch;  // the answer lies in [lo, hi)
-  while (true) {
-    const std::int64_t step = (hi - lo + 31) / 32;
-    const std::int64_t probe = lo + lane * step;
-    const bool ok = probe < hi && first_slot(s, probe, tile) <= slot;
-    const unsigned hits = __ballot_sync(kFullMask, ok);
-    if (hits == 0) return -1;
-    const int last = 31 - __clz(static_cast<int>(hits));
-    lo += last * step;
-    hi = min(hi, lo + step);
-    if (hi - lo <= 1) return lo;
-  }
+  return warp_search_last(batch, [&](std::int64_t b) { return first_slot(s, b, tile) <= slot; });
 }
 
 // What one block computes: query rows [m0, m0 + tile) of sequence b (fewer at the sequence's end).

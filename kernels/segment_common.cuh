@@ -13,6 +13,7 @@
 #include "ragged/view.h"
 #include "segment_geometry.h"
 #include "segment_launch.h"
+#include "warp_search.cuh"
 
 namespace ragged {
 namespace detail {
@@ -73,22 +74,11 @@ __device__ __forceinline__ RowWork warp_inclusive_scan(RowWork w) {
 }
 
 // The group of rows that owns item `u` of a plan field: the largest g < groups with plan[g].*field <= u (then
-// u < plan[g + 1].*field). The whole warp searches: 31 probes cut the interval into 32 parts per step, so
-// 10^6 groups take 4 dependent loads where a binary search takes 20.
+// u < plan[g + 1].*field), found by the whole warp.
 __device__ __forceinline__ std::int64_t find_group(const RowWork* plan, std::int64_t groups, std::int64_t u,
                                                    std::int64_t RowWork::*field) {
-  const int lane = lane_id();
-  std::int64_t lo = 0, hi = groups;  // plan[lo].*field <= u; the answer is in [lo, hi)
-  while (hi - lo > 1) {
-    const std::int64_t span = hi - lo;
-    const bool below = lane < kWarpSize - 1 && plan[lo + span * (lane + 1) / kWarpSize].*field <= u;
-    // The probes are sorted, so `below` holds for lanes [0, count).
-    const std::int64_t count = __popc(__ballot_sync(0xffffffffu, below));
-    const std::int64_t next_hi = count < kWarpSize - 1 ? lo + span * (count + 1) / kWarpSize : hi;
-    if (count > 0) lo += span * count / kWarpSize;
-    hi = next_hi;
-  }
-  return lo;
+  const std::int64_t g = warp_search_last(groups, [&](std::int64_t i) { return plan[i].*field <= u; });
+  return g < 0 ? 0 : g;  // plan[0] is all zero, so g >= 0
 }
 
 // Where item `u` of a plan field lies: the row that owns it and the work of the rows before that row.
@@ -127,29 +117,31 @@ __device__ __forceinline__ RowLocation locate_row(const SegmentLayout<OffsetT>& 
   return RowLocation{last_row, base};
 }
 
-// The row pass of group `group`, by the whole warp: kRowsPerGroup rows, kWarpSize at a time with a lane per row.
-// A tiny non-empty row is finished by its lane, tiny(b, begin, length) (lanes diverge there); the empty rows of
-// each 32 are handed to the whole warp, empty(first, mask) (bit i: row first + i). The RowWork of the other rows
-// is summed into group_work[group], which the plan scans.
+// The row pass, a warp per group of kRowsPerGroup rows (grid-stride), kWarpSize rows at a time with a lane per
+// row. A tiny non-empty row is finished by its lane, tiny(b, begin, length) (lanes diverge there); the empty rows
+// of each 32 are handed to the whole warp, empty(first, mask) (bit i: row first + i). The RowWork of the other
+// rows is summed into the group's entry of group_work, which the plan scans.
 template <typename OffsetT, typename Tiny, typename Empty>
-__device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, std::int64_t group, Tiny tiny,
-                                         Empty empty) {
-  RowWork sum;
-  const std::int64_t end = min(L.batch, (group + 1) * kRowsPerGroup);
-  for (std::int64_t first = group * kRowsPerGroup; first < end; first += kWarpSize) {
-    const std::int64_t b = first + lane_id();
-    const bool in_group = b < end;
-    std::int64_t begin = 0, length = 0;
-    if (in_group) row_extent(L.offsets, b, L.nnz, begin, length);
-    if (in_group && length > 0) {
-      if (is_tiny(length, L.geometry)) tiny(b, begin, length);
-      else sum = sum + row_work(length, L.geometry);
+__device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, Tiny tiny, Empty empty) {
+  const std::int64_t groups = row_groups(L.batch);
+  for (std::int64_t group = global_warp(); group < groups; group += total_warps()) {
+    RowWork sum;
+    const std::int64_t end = min(L.batch, (group + 1) * kRowsPerGroup);
+    for (std::int64_t first = group * kRowsPerGroup; first < end; first += kWarpSize) {
+      const std::int64_t b = first + lane_id();
+      const bool in_group = b < end;
+      std::int64_t begin = 0, length = 0;
+      if (in_group) row_extent(L.offsets, b, L.nnz, begin, length);
+      if (in_group && length > 0) {
+        if (is_tiny(length, L.geometry)) tiny(b, begin, length);
+        else sum = sum + row_work(length, L.geometry);
+      }
+      const unsigned empties = __ballot_sync(0xffffffffu, in_group && length == 0);
+      if (empties != 0) empty(first, empties);
     }
-    const unsigned empties = __ballot_sync(0xffffffffu, in_group && length == 0);
-    if (empties != 0) empty(first, empties);
+    for (int d = 1; d < kWarpSize; d <<= 1) sum = sum + shfl_row_work(sum, lane_id() ^ d);
+    if (lane_id() == 0) L.group_work[group] = sum;
   }
-  for (int d = 1; d < kWarpSize; d <<= 1) sum = sum + shfl_row_work(sum, lane_id() ^ d);
-  if (lane_id() == 0) L.group_work[group] = sum;
 }
 
 // Which vector column and token phase a lane takes in a (chunk, tile) unit, and whether it reads at all

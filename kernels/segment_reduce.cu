@@ -112,14 +112,12 @@ __device__ void write_empty_rows(const SegmentReduceArgs<T, OffsetT>& a, std::in
 template <typename T, typename OffsetT, typename Acc>
 __global__ void __launch_bounds__(kThreads)
     segment_reduce_rows_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
-  const std::int64_t groups = row_groups(a.layout.batch);
-  for (std::int64_t group = global_warp(); group < groups; group += total_warps())
-    row_pass(
-        a.layout, group,
-        [&](std::int64_t b, std::int64_t begin, std::int64_t length) {
-          reduce_tiny_row<T, OffsetT, Acc>(a, b, begin, length);
-        },
-        [&](std::int64_t first, unsigned empty) { write_empty_rows(a, first, empty); });
+  row_pass(
+      a.layout,
+      [&](std::int64_t b, std::int64_t begin, std::int64_t length) {
+        reduce_tiny_row<T, OffsetT, Acc>(a, b, begin, length);
+      },
+      [&](std::int64_t first, unsigned empty) { write_empty_rows(a, first, empty); });
 }
 
 
@@ -258,12 +256,10 @@ __device__ void backward_tiny_row(const SegmentReduceBackwardArgs<T, OffsetT>& a
 template <typename T, typename OffsetT>
 __global__ void __launch_bounds__(kThreads)
     segment_reduce_backward_rows_kernel(const __grid_constant__ SegmentReduceBackwardArgs<T, OffsetT> a) {
-  const std::int64_t groups = row_groups(a.layout.batch);
-  for (std::int64_t group = global_warp(); group < groups; group += total_warps())
-    row_pass(
-        a.layout, group,
-        [&](std::int64_t b, std::int64_t begin, std::int64_t length) { backward_tiny_row(a, b, begin, length); },
-        [](std::int64_t, unsigned) {});  // an empty row has no gradient to write
+  row_pass(
+      a.layout,
+      [&](std::int64_t b, std::int64_t begin, std::int64_t length) { backward_tiny_row(a, b, begin, length); },
+      [](std::int64_t, unsigned) {});  // an empty row has no gradient to write
 }
 
 template <typename T, typename OffsetT, int V>

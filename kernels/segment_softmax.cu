@@ -261,12 +261,10 @@ __device__ void merge_locally(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int6
 template <typename Op, typename T, typename OffsetT>
 __global__ void __launch_bounds__(kThreads)
     segment_softmax_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
-  const std::int64_t groups = row_groups(a.layout.batch);
-  for (std::int64_t group = global_warp(); group < groups; group += total_warps())
-    row_pass(
-        a.layout, group,
-        [&](std::int64_t, std::int64_t begin, std::int64_t length) { normalize_tiny_row<Op>(a, begin, length); },
-        [](std::int64_t, unsigned) {});  // an empty row has no output
+  row_pass(
+      a.layout,
+      [&](std::int64_t, std::int64_t begin, std::int64_t length) { normalize_tiny_row<Op>(a, begin, length); },
+      [](std::int64_t, unsigned) {});  // an empty row has no output
 }
 
 template <typename Op, typename T, typename OffsetT, int V>

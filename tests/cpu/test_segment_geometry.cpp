@@ -1,0 +1,130 @@
+// The work split of the segment kernels (kernels/segment_geometry.h), on the host: the per-row work the row pass
+// sums into the plan, and the bounds the workspace is sized from. The kernels trust these numbers for memory
+// safety (partial slots, arrival counters), so they are checked here on random lengths for every geometry.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "../../kernels/segment_geometry.h"
+#include "common/test_util.h"
+
+using ragged::detail::chunks_of;
+using ragged::detail::finishes_locally;
+using ragged::detail::is_tiny;
+using ragged::detail::kLocalFinishChunks;
+using ragged::detail::kRowsPerGroup;
+using ragged::detail::make_segment_geometry;
+using ragged::detail::max_partial_chunks;
+using ragged::detail::row_groups;
+using ragged::detail::row_work;
+using ragged::detail::RowWork;
+using ragged::detail::SegmentGeometry;
+
+namespace {
+
+// Every geometry the library builds: reduce (256 floats per lane) and softmax (32 forward, 16 backward, with the
+// local finish), at vector width 1 and 16 bytes of float / half.
+std::vector<SegmentGeometry> all_geometries(std::int64_t inner) {
+  std::vector<SegmentGeometry> gs;
+  for (int vec : {1, 4, 8}) {
+    if (inner % vec != 0) continue;
+    gs.push_back(make_segment_geometry(inner, vec, 256 / vec));
+    gs.push_back(make_segment_geometry(inner, vec, 32 / vec, kLocalFinishChunks));
+    gs.push_back(make_segment_geometry(inner, vec, 16 / vec, kLocalFinishChunks));
+  }
+  return gs;
+}
+
+std::vector<std::int64_t> random_lengths(std::mt19937_64& rng, std::int64_t chunk_tokens) {
+  std::uniform_int_distribution<int> kind(0, 3);
+  std::uniform_int_distribution<std::int64_t> tiny(0, 4), short_row(0, 2 * chunk_tokens),
+      long_row(0, 40 * chunk_tokens);
+  std::vector<std::int64_t> lengths(std::uniform_int_distribution<std::size_t>(0, 400)(rng));
+  for (auto& l : lengths) {
+    const int k = kind(rng);
+    l = k == 0 ? tiny(rng) : k == 1 ? short_row(rng) : k == 2 ? long_row(rng) : chunk_tokens * tiny(rng);
+  }
+  return lengths;
+}
+
+}  // namespace
+
+TEST_CASE("segment geometry: lanes, phases and tiles cover D exactly once", "[segment][geometry]") {
+  for (std::int64_t inner : {1, 2, 3, 4, 8, 31, 32, 33, 64, 100, 128, 1000, 1024, 4096}) {
+    for (const SegmentGeometry& g : all_geometries(inner)) {
+      INFO("D = " << inner << ", vec = " << g.vec << ", chunk_tokens = " << g.chunk_tokens);
+      REQUIRE(g.vcols * g.vec == inner);
+      REQUIRE(g.chunk_tokens % g.phases == 0);
+      if (g.narrow) {
+        REQUIRE(g.vcols * g.phases <= 32);
+        REQUIRE(g.tiles == 1);
+      } else {
+        REQUIRE(g.phases == 1);
+        REQUIRE(g.tiles * 32 >= g.vcols);
+        REQUIRE((g.tiles - 1) * 32 < g.vcols);
+      }
+      REQUIRE(g.combine_tiles * 32 >= (inner <= 32 ? 1 : inner));
+      // A tiny row fits one lane: at most 32 elements.
+      REQUIRE(g.tiny_tokens * inner <= 32);
+      REQUIRE((inner > 32) == (g.tiny_tokens == 0));
+    }
+  }
+}
+
+TEST_CASE("segment row work: what each row contributes to the plan", "[segment][geometry]") {
+  auto rng = ragged::test::make_rng(311);
+  for (std::int64_t inner : {1, 3, 64, 1000}) {
+    for (const SegmentGeometry& g : all_geometries(inner)) {
+      const std::vector<std::int64_t> lengths = random_lengths(rng, g.chunk_tokens);
+      RowWork total;
+      std::int64_t nnz = 0;
+      for (const std::int64_t length : lengths) {
+        INFO("D = " << inner << ", vec = " << g.vec << ", chunk_tokens = " << g.chunk_tokens << ", length = "
+                    << length);
+        const RowWork w = row_work(length, g);
+        nnz += length;
+        total = total + w;
+        if (is_tiny(length, g)) {  // finished by the row pass: no work in the plan
+          REQUIRE(w.units == 0);
+          REQUIRE(w.partials == 0);
+          REQUIRE(w.combine_units == 0);
+          REQUIRE(w.second_units == 0);
+          continue;
+        }
+        const std::int64_t chunks = chunks_of(length, g);
+        REQUIRE(chunks >= 1);
+        REQUIRE((chunks - 1) * g.chunk_tokens < length);
+        REQUIRE(chunks * g.chunk_tokens >= length);
+        REQUIRE(w.units == chunks * g.tiles);
+        REQUIRE(w.partials == (chunks > 1 ? chunks : 0));
+        // Rows of several chunks are merged either locally (softmax, up to the limit) or by the combine kernel
+        // and rewritten by the second pass; never both, never neither.
+        const bool combined = chunks > 1 && !finishes_locally(chunks, g);
+        REQUIRE(w.combine_units == (combined ? g.combine_tiles : 0));
+        REQUIRE(w.second_units == (combined ? w.units : 0));
+        if (g.local_finish_chunks == 1) REQUIRE_FALSE(finishes_locally(chunks, g));  // reductions
+      }
+      // The workspace holds max_partial_chunks(nnz) partial slots; the kernels' slots must fit in it.
+      REQUIRE(total.partials <= max_partial_chunks(nnz, g));
+      // The launchers size their grids from these host-side bounds on the units.
+      const std::int64_t rows = static_cast<std::int64_t>(lengths.size());
+      REQUIRE(total.units <= (nnz / g.chunk_tokens + std::min(rows, nnz)) * g.tiles);
+      REQUIRE(total.combine_units <= (nnz / g.chunk_tokens + 1) * g.combine_tiles);
+    }
+  }
+}
+
+TEST_CASE("segment row groups: every row belongs to exactly one plan entry", "[segment][geometry]") {
+  REQUIRE(row_groups(0) == 0);
+  REQUIRE(row_groups(1) == 1);
+  REQUIRE(row_groups(kRowsPerGroup) == 1);
+  REQUIRE(row_groups(kRowsPerGroup + 1) == 2);
+  // kRowsPerGroup is a whole number of warps: the row pass and the row search take 32 rows at a time.
+  REQUIRE(kRowsPerGroup % 32 == 0);
+  const std::int64_t huge = std::int64_t{1} << 59;  // check_batch's bound is INT64_MAX / 16
+  REQUIRE(row_groups(huge) * kRowsPerGroup >= huge);
+  REQUIRE((row_groups(huge) - 1) * kRowsPerGroup < huge);
+}
