@@ -1,7 +1,9 @@
 // GPU benchmarks of segment reductions and segment softmax (issue 3), float values, int32 offsets, 64 MiB of
 // ragged values per case, over the regimes the kernels must hold their bandwidth in: many rows of length 0..4,
 // power-law lengths, one huge row with the rest empty, and uniform lengths; D = 1, 64 and 1024. Ops: sum, max,
-// argmax, softmax and softmax backward (RAGGED_BENCH_FULL=1: also log-softmax, sum and max backward).
+// argmax, softmax and softmax backward (RAGGED_BENCH_FULL=1: also log-softmax, sum and max backward). Sum,
+// softmax and softmax backward also run on 64 MiB of bfloat16 values (`/dtype:bf16`, ragged only), whose
+// kernels differ at wide D (a register tile holds 4 tokens there, so a unit streams 4 tiles).
 //
 // Implementations (the names pair up across impl):
 //   ragged  ragged::segment_reduce / segment_softmax on the ragged tensor
@@ -13,6 +15,7 @@
 // Bytes per iteration (the floor, floor_bytes): inputs read once + outputs written once (softmax: values read
 // once and written once). copy_frac divides the achieved rate by a device-to-device copy's rate measured in this run.
 #include <cub/device/device_segmented_reduce.cuh>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -68,27 +71,32 @@ bool is_backward(SegOp op) {
 bool has_arg(SegOp op) { return op == SegOp::kArgMax || op == SegOp::kMaxBackward; }
 
 struct SegCase {
-  std::shared_ptr<const RaggedCase> shape_ptr;  // shared by the ops of one regime and inner size
+  std::shared_ptr<const RaggedCase> shape_ptr;  // shared by the ops of one regime, inner size and dtype
   SegOp op;
+  bool bf16 = false;  // bfloat16 values (and outputs) instead of float
   const RaggedCase& shape() const { return *shape_ptr; }
+  std::size_t elem_size() const { return bf16 ? 2 : sizeof(float); }
 };
 
-double values_bytes(const RaggedCase& c) { return static_cast<double>(c.tokens * c.inner) * sizeof(float); }
+double values_bytes(const SegCase& s) {
+  return static_cast<double>(s.shape().tokens * s.shape().inner) * static_cast<double>(s.elem_size());
+}
 
 // The least an op must move: its inputs read once and its outputs written once.
 double floor_bytes(const SegCase& s) {
   const RaggedCase& c = s.shape();
-  const double values = values_bytes(c);
+  const double values = values_bytes(s);
   const double offsets = static_cast<double>(c.offsets.size() * sizeof(std::int32_t));
   const double per_row = static_cast<double>(c.batch * c.inner);
+  const double elem = static_cast<double>(s.elem_size());
   switch (s.op) {
     case SegOp::kSum:
-    case SegOp::kMax: return values + offsets + per_row * sizeof(float);
-    case SegOp::kArgMax: return values + offsets + per_row * (sizeof(float) + sizeof(std::int64_t));
+    case SegOp::kMax: return values + offsets + per_row * elem;
+    case SegOp::kArgMax: return values + offsets + per_row * (elem + sizeof(std::int64_t));
     case SegOp::kSoftmax:
     case SegOp::kLogSoftmax: return 2.0 * values + offsets;
-    case SegOp::kSumBackward: return values + offsets + per_row * sizeof(float);  // read dy, write dx
-    case SegOp::kMaxBackward: return values + offsets + per_row * (sizeof(float) + sizeof(std::int64_t));
+    case SegOp::kSumBackward: return values + offsets + per_row * elem;  // read dy, write dx
+    case SegOp::kMaxBackward: return values + offsets + per_row * (elem + sizeof(std::int64_t));
     case SegOp::kSoftmaxBackward: return 3.0 * values + offsets;  // read y and dy, write dx
   }
   return 0.0;
@@ -101,31 +109,31 @@ void set_case_counters(benchmark::State& state, const RaggedCase& c) {
 }
 
 // The inputs of a backward op come from its forward op, run once before timing: y = softmax(x) for softmax,
-// the arg of the maximum for max; the output gradient is random.
-void bench_ragged(benchmark::State& state, const SegCase& s) {
+// the arg of the maximum for max; the output gradient is random. T: float or __nv_bfloat16.
+template <typename T>
+void bench_ragged_typed(benchmark::State& state, const SegCase& s) {
   run_guarded(state, [&] {
     const RaggedCase& c = s.shape();
     cudaStream_t stream = GpuTimer::instance().stream();
     const auto elements = static_cast<std::size_t>(c.tokens * c.inner);
     const auto row_elements = static_cast<std::size_t>(c.batch * c.inner);
-    DeviceBuffer<float> values(elements, stream);
+    DeviceBuffer<T> values(elements, stream);
     DeviceBuffer<std::int32_t> offsets(c.offsets, stream);
     const bool per_token_out = is_softmax(s.op) || is_backward(s.op);
-    DeviceBuffer<float> out(per_token_out ? elements : row_elements, stream);
+    DeviceBuffer<T> out(per_token_out ? elements : row_elements, stream);
     DeviceBuffer<std::int64_t> arg(has_arg(s.op) ? row_elements : 0, stream);
-    DeviceBuffer<float> grad(s.op == SegOp::kSoftmaxBackward ? elements : is_backward(s.op) ? row_elements : 0,
-                             stream);
-    DeviceBuffer<float> y(s.op == SegOp::kSoftmaxBackward ? elements : 0, stream);
+    DeviceBuffer<T> grad(s.op == SegOp::kSoftmaxBackward ? elements : is_backward(s.op) ? row_elements : 0, stream);
+    DeviceBuffer<T> y(s.op == SegOp::kSoftmaxBackward ? elements : 0, stream);
     fill_uniform(values, 1.0f, 12345u, stream);
     fill_uniform(grad, 1.0f, 777u, stream);
-    RaggedView<const float, std::int32_t> view{values.data(), offsets.data(), c.batch, c.tokens, c.inner};
+    RaggedView<const T, std::int32_t> view{values.data(), offsets.data(), c.batch, c.tokens, c.inner};
     Workspace setup(stream);
     if (s.op == SegOp::kSoftmaxBackward)
       run_with_workspace(setup, [&](void* ws, std::size_t& bytes) {
         return segment_softmax(ws, bytes, view, false, y.data(), stream);
       });
     if (s.op == SegOp::kMaxBackward) {
-      DeviceBuffer<float> max_out(row_elements, stream);
+      DeviceBuffer<T> max_out(row_elements, stream);
       run_with_workspace(setup, [&](void* ws, std::size_t& bytes) {
         return segment_reduce(ws, bytes, view, ReduceOp::kMax, max_out.data(), arg.data(), 0.0f, stream);
       });
@@ -159,6 +167,11 @@ void bench_ragged(benchmark::State& state, const SegCase& s) {
                                         y.bytes() + ws_bytes));
     set_case_counters(state, c);
   });
+}
+
+void bench_ragged(benchmark::State& state, const SegCase& s) {
+  if (s.bf16) bench_ragged_typed<__nv_bfloat16>(state, s);
+  else bench_ragged_typed<float>(state, s);
 }
 
 void bench_cub(benchmark::State& state, const SegCase& s) {
@@ -262,27 +275,34 @@ std::vector<SegCase> segment_cases() {
   // Every op with its own kernel path by default; the full run adds the ones that share a path with those.
   std::vector<SegOp> ops{SegOp::kSum, SegOp::kMax, SegOp::kArgMax, SegOp::kSoftmax, SegOp::kSoftmaxBackward};
   if (full_run()) ops.insert(ops.end(), {SegOp::kLogSoftmax, SegOp::kSumBackward, SegOp::kMaxBackward});
-  std::vector<std::shared_ptr<const RaggedCase>> shapes;
+  const std::vector<SegOp> bf16_ops{SegOp::kSum, SegOp::kSoftmax, SegOp::kSoftmaxBackward};
+  std::vector<std::shared_ptr<const RaggedCase>> shapes, bf16_shapes;
   for (const Regime& r : regimes)
-    for (const std::int64_t inner : inners)
+    for (const std::int64_t inner : inners) {
       shapes.push_back(std::make_shared<const RaggedCase>(
           make_ragged_case(r.distribution, inner, sizeof(float), 64 * kMiB, r.mean)));
+      bf16_shapes.push_back(std::make_shared<const RaggedCase>(
+          make_ragged_case(r.distribution, inner, sizeof(__nv_bfloat16), 64 * kMiB, r.mean)));
+    }
   std::vector<SegCase> cases;
   for (const SegOp op : ops)
-    for (const auto& shape : shapes) cases.push_back(SegCase{shape, op});
+    for (const auto& shape : shapes) cases.push_back(SegCase{shape, op, false});
+  for (const SegOp op : bf16_ops)
+    for (const auto& shape : bf16_shapes) cases.push_back(SegCase{shape, op, true});
   return cases;
 }
 
 std::string case_name(const SegCase& s, const char* impl) {
-  return std::string(seg_op_name(s.op)) + "/" + impl + "/" + s.shape().name();
+  return std::string(seg_op_name(s.op)) + "/" + impl + "/" + s.shape().name() + (s.bf16 ? "/dtype:bf16" : "");
 }
 
 // Baselines where they exist: CUB has sum, max and argmax over contiguous segments (D = 1); a padded pipeline
 // has the forward ops.
 bool has_cub(const SegCase& s) {
-  return s.shape().inner == 1 && (s.op == SegOp::kSum || s.op == SegOp::kMax || s.op == SegOp::kArgMax);
+  return !s.bf16 && s.shape().inner == 1 && (s.op == SegOp::kSum || s.op == SegOp::kMax || s.op == SegOp::kArgMax);
 }
 bool has_padded(const SegCase& s) {
+  if (s.bf16) return false;
   // The padded layout of the one-huge-row case is batch x the ragged one; skip it where that exceeds 4 GiB.
   const double padded_bytes = static_cast<double>(s.shape().padded_slots() * s.shape().inner) * sizeof(float);
   return (s.op == SegOp::kSum || s.op == SegOp::kMax || is_softmax(s.op)) && padded_bytes < 4.0 * 1024 * kMiB;
