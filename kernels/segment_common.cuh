@@ -121,26 +121,45 @@ __device__ __forceinline__ RowLocation locate_row(const SegmentLayout<OffsetT>& 
 // row. A tiny non-empty row is finished by its lane, tiny(b, begin, length) (lanes diverge there); the empty rows
 // of each 32 are handed to the whole warp, empty(first, mask) (bit i: row first + i). The RowWork of the other
 // rows is summed into the group's entry of group_work, which the plan scans.
+// The many-tiny-rows regime is latency-bound (offsets -> values -> store per row), so all the group's offsets
+// are loaded first, one per lane per 32 rows plus the group's end (one memory round trip per group instead of
+// one per 32 rows), and a row's end comes from the next lane by a shuffle.
 template <typename OffsetT, typename Tiny, typename Empty>
 __device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, Tiny tiny, Empty empty) {
+  constexpr int kBatches = static_cast<int>(kRowsPerGroup / kWarpSize);
+  const int lane = lane_id();
   const std::int64_t groups = row_groups(L.batch);
   for (std::int64_t group = global_warp(); group < groups; group += total_warps()) {
+    const std::int64_t first_row = group * kRowsPerGroup;
+    const std::int64_t end = min(L.batch, first_row + kRowsPerGroup);
+    OffsetT raw[kBatches + 1];  // raw[j] = offsets[first_row + 32 j + lane] (offsets has batch + 1 entries)
+#pragma unroll
+    for (int j = 0; j <= kBatches; ++j) {
+      const std::int64_t at = first_row + j * kWarpSize + lane;
+      raw[j] = at <= L.batch && (j < kBatches || lane == 0) ? L.offsets[at] : OffsetT{0};
+    }
     RowWork sum;
-    const std::int64_t end = min(L.batch, (group + 1) * kRowsPerGroup);
-    for (std::int64_t first = group * kRowsPerGroup; first < end; first += kWarpSize) {
-      const std::int64_t b = first + lane_id();
+#pragma unroll
+    for (int j = 0; j < kBatches; ++j) {
+      const std::int64_t first = first_row + j * kWarpSize;
+      if (first >= end) break;  // warp-uniform
+      const OffsetT next = __shfl_down_sync(0xffffffffu, raw[j], 1);       // offsets[b + 1] for lanes < 31
+      const OffsetT after = __shfl_sync(0xffffffffu, raw[j + 1], 0);       // offsets[first + 32], for lane 31
+      const std::int64_t b = first + lane;
       const bool in_group = b < end;
-      std::int64_t begin = 0, length = 0;
-      if (in_group) row_extent(L.offsets, b, L.nnz, begin, length);
-      if (in_group && length > 0) {
+      std::int64_t begin = 0, stop = 0;
+      clamp_row_range(static_cast<std::int64_t>(raw[j]), static_cast<std::int64_t>(lane == kWarpSize - 1 ? after : next),
+                      L.nnz, begin, stop);
+      const std::int64_t length = in_group ? stop - begin : 0;
+      if (length > 0) {
         if (is_tiny(length, L.geometry)) tiny(b, begin, length);
         else sum = sum + row_work(length, L.geometry);
       }
       const unsigned empties = __ballot_sync(0xffffffffu, in_group && length == 0);
       if (empties != 0) empty(first, empties);
     }
-    for (int d = 1; d < kWarpSize; d <<= 1) sum = sum + shfl_row_work(sum, lane_id() ^ d);
-    if (lane_id() == 0) L.group_work[group] = sum;
+    for (int d = 1; d < kWarpSize; d <<= 1) sum = sum + shfl_row_work(sum, lane ^ d);
+    if (lane == 0) L.group_work[group] = sum;
   }
 }
 

@@ -9,6 +9,8 @@
 //     narrow (D / V <= 32 vectors): lane j reads vector column j % (D/V) of token j / (D/V) + phases * i,
 //       so a warp covers `phases` tokens per pass with coalesced loads;
 //     wide: lane j reads vector column 32 * tile + j of every token of the chunk.
+//   A unit is `sweeps` register tiles of phases * items_per_lane tokens, streamed one after the other (softmax
+//   uses several when a tile alone holds too few tokens per column: see softmax_min_chunk_tokens).
 // - A row of several chunks writes one partial per chunk, combined afterwards in chunk order by "combine units"
 //   (one warp per row and tile of 32 scalar columns).
 // The split needs no host sync: a row pass (a warp per group of kRowsPerGroup rows) finishes the tiny rows and
@@ -34,7 +36,8 @@ struct SegmentGeometry {
   bool narrow = true;             // vcols <= 32
   int phases = 1;                 // tokens per warp pass (narrow: 32 / vcols; wide: 1)
   std::int64_t tiles = 1;         // column tiles of 32 vectors (wide) or 1
-  std::int64_t chunk_tokens = 1;  // tokens per unit, a multiple of phases
+  std::int64_t sweeps = 1;        // register tiles per unit
+  std::int64_t chunk_tokens = 1;  // tokens per unit: phases * items_per_lane * sweeps
   int combine_phases = 1;         // combine over scalar columns: 32 / D when D <= 32, else 1
   std::int64_t combine_tiles = 1; // ceil(D / 32) when D > 32, else 1
   std::int64_t tiny_tokens = 0;   // rows with 0 < length <= tiny_tokens take the lane-per-row path
@@ -43,9 +46,10 @@ struct SegmentGeometry {
   std::int64_t local_finish_chunks = 1;
 };
 
-// items_per_lane: how many vectors one lane handles per unit (a unit is about 32 * items * V elements).
+// items_per_lane: how many vectors one lane holds per register tile (a tile is about 32 * items * V elements);
+// a unit takes as many tiles as it needs to reach min_chunk_tokens tokens.
 inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::int64_t items_per_lane,
-                                             std::int64_t local_finish_chunks = 1) {
+                                             std::int64_t local_finish_chunks = 1, std::int64_t min_chunk_tokens = 1) {
   SegmentGeometry g;
   g.inner = inner;
   g.vec = vec;
@@ -53,7 +57,9 @@ inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::i
   g.narrow = g.vcols <= kWarpSize;
   g.phases = g.narrow ? static_cast<int>(kWarpSize / (g.vcols > 0 ? g.vcols : 1)) : 1;
   g.tiles = g.narrow ? 1 : (g.vcols + kWarpSize - 1) / kWarpSize;
-  g.chunk_tokens = g.phases * items_per_lane;
+  const std::int64_t tile_tokens = g.phases * items_per_lane;
+  g.sweeps = min_chunk_tokens > tile_tokens ? (min_chunk_tokens + tile_tokens - 1) / tile_tokens : 1;
+  g.chunk_tokens = tile_tokens * g.sweeps;
   g.combine_phases = inner <= kWarpSize ? static_cast<int>(kWarpSize / (inner > 0 ? inner : 1)) : 1;
   g.combine_tiles = inner <= kWarpSize ? 1 : (inner + kWarpSize - 1) / kWarpSize;
   g.tiny_tokens = inner <= kWarpSize ? kWarpSize / (inner > 0 ? inner : 1) : 0;
@@ -88,11 +94,20 @@ RAGGED_HOST_DEVICE std::int64_t chunks_of(std::int64_t length, const SegmentGeom
   return (length + g.chunk_tokens - 1) / g.chunk_tokens;
 }
 
+// Softmax: a chunk's partial statistic costs 8 bytes per column forward (max, sum) and 4 backward, written
+// once and read back. A chunk holds enough tokens that this stays at most 1/4 of what the chunk reads per column
+// (one input forward, y and dy backward): 8 tokens of float forward but 16 of half / bfloat16, where a 32-float
+// register tile at wide D holds only 4 (a unit then streams 4 tiles).
+constexpr std::int64_t softmax_min_chunk_tokens(bool backward, std::size_t elem_size) {
+  return static_cast<std::int64_t>(backward ? 8 / elem_size : 32 / elem_size);
+}
+
 // Softmax: a row of several chunks, but at most this many, is finished by the warp that completes its last
 // first-pass unit (per column tile): that warp merges the chunk statistics and writes the row right away, while
 // the row is still in L2 from the first pass, so such rows cost one DRAM read and one write. Longer rows go
 // through the combine and second-pass kernels (two reads: a row that large would not stay in L2 anyway).
-// 32 chunks are 32 x 1024 elements at D = 1, or 256 tokens of a 32-vector column tile at wide D.
+// 32 chunks are 32 x 1024 elements at D = 1, or 256 (float) to 512 (half) tokens of a 32-vector column tile
+// at wide D.
 constexpr std::int64_t kLocalFinishChunks = 32;
 
 RAGGED_HOST_DEVICE bool finishes_locally(std::int64_t chunks, const SegmentGeometry& g) {

@@ -1,9 +1,10 @@
 // Softmax / log-softmax over the ragged dimension, forward and backward, per inner column.
 //
-// Same row pass, plan and units as the reductions (segment_reduce.cu), but a unit is small enough to stay in
-// registers: the warp loads its unit once, computes the unit's statistic (max and sum of exponentials forward;
-// sum of dy * y, or of dy, backward) and, when the row is a single unit, writes the result from registers: one
-// read and one write of the data. A row of several chunks stores per-chunk statistics. Up to
+// Same row pass, plan and units as the reductions (segment_reduce.cu), but a unit is one or a few register tiles
+// (geometry.sweeps): the warp loads them one after the other and folds each into the unit's statistic (max and
+// sum of exponentials forward, online; sum of dy * y, or of dy, backward). When the row is a single unit it then
+// writes the result, from registers for the last tile and re-reading the others, which it read moments ago (L2):
+// one DRAM read and one write of the data. A row of several chunks stores per-chunk statistics. Up to
 // local_finish_chunks chunks (segment_geometry.h), the warp that completes the last chunk of a (row, column
 // tile) merges them in chunk order and re-reads the chunks to write them while they are still in L2 (an arrival
 // counter per row and tile, as in CUDA's threadfence reduction; the counter only picks the warp, the merge order
@@ -47,34 +48,47 @@ struct BackwardStat {
   __device__ BackwardStat shfl(int src) const { return BackwardStat{__shfl_sync(0xffffffffu, sum, src)}; }
 };
 
-// kMinBlocksPerSm: the first-pass kernel's register cap (0: none). Without one, ptxas gives the backward kernel
-// (two register tiles, y and dy) about 150 registers, one 256-thread block per SM; 2 blocks cap it at 128 with
-// at most 8 bytes of spills (sm_90). The forward kernel lands at <= 128 on its own (<= 20 bytes of spills),
-// while asking it for 2 blocks spills 68 bytes. Either way 16 warps per SM, each with 4 KB of loads in flight.
 struct SoftmaxForward {
   using Stat = ForwardStat;
   static constexpr bool kBackward = false;
   static constexpr int kFloatsPerLane = kSoftmaxFloatsPerLane;
-  static constexpr int kMinBlocksPerSm = 0;
 
-  // Two passes over a lane's items in registers: max, then the sum of exponentials.
+  // What a tile's items past the row's end hold: they add nothing to the statistic (exp(-inf - top) = +0 for
+  // any top), so the loops below need no per-item branch.
+  static constexpr float kPadX = -INFINITY;
+  static constexpr float kPadDy = 0.0f;
+
+  // Folds a register tile into st: the new max first, then the running sum rescaled to it plus the tile's
+  // exponentials (from the empty statistic this is exactly max, then sum of exp(x - max)). The max skips NaN
+  // (fmaxf, no branch per item); a NaN item makes the sum NaN instead, which every later merge keeps and which
+  // turns the whole column's output into NaN, as a NaN max would.
   template <int N, int V>
-  __device__ static Stat stat(const float (&x)[N][V], const float (&)[N][V], const bool (&valid)[N], int v) {
-    Stat st;
+  __device__ static void accumulate(Stat& st, const float (&x)[N][V], const float (&)[N][V], int v) {
+    float top = st.m;
 #pragma unroll
-    for (int i = 0; i < N; ++i)
-      if (valid[i]) st.m = nan_max(st.m, x[i][v]);
-    if (st.m != -INFINITY) {
+    for (int i = 0; i < N; ++i) top = fmaxf(top, x[i][v]);
+    if (top == -INFINITY) {  // nothing but -inf so far, or NaN: the sum stays 0 unless a NaN came
 #pragma unroll
       for (int i = 0; i < N; ++i)
-        if (valid[i]) st.s += expf(x[i][v] - st.m);
+        if (isnan(x[i][v])) st.s = NAN;
+      return;
     }
-    return st;
+    float sum = st.s * rescale(st.m, top);
+#pragma unroll
+    for (int i = 0; i < N; ++i) sum += expf(x[i][v] - top);
+    st = Stat{top, sum};
   }
   // One element at a time (tiny rows): the online update.
   __device__ static void add(Stat& st, float x, float) { st.merge(Stat{x, x == -INFINITY ? 0.0f : 1.0f}); }
-  __device__ static float apply(const Stat& st, float x, float, bool log) {
-    return log ? x - st.m - logf(st.s) : expf(x - st.m) / st.s;
+  // Per column, once: log(sum) for log-softmax, 1 / sum for softmax (a multiply per element, not a division).
+  struct Scale {
+    float m;
+    float k;
+  };
+  __device__ static Scale prepare(const Stat& st, bool log) { return Scale{st.m, log ? logf(st.s) : 1.0f / st.s}; }
+  template <bool kLog>
+  __device__ static float apply(const Scale& c, float x, float) {
+    return kLog ? (x - c.m) - c.k : expf(x - c.m) * c.k;
   }
   __device__ static void store(const Stat& st, float* a, float* b, std::int64_t at) {
     a[at] = st.m;
@@ -90,31 +104,32 @@ struct SoftmaxBackward {
   using Stat = BackwardStat;
   static constexpr bool kBackward = true;
   static constexpr int kFloatsPerLane = kSoftmaxBackwardFloatsPerLane;
-  static constexpr int kMinBlocksPerSm = 2;
+
+  static constexpr float kPadX = 0.0f;   // past the row's end: adds +0 to the sum either way
+  static constexpr float kPadDy = 0.0f;
 
   template <int N, int V>
-  __device__ static Stat stat(const float (&y)[N][V], const float (&dy)[N][V], const bool (&valid)[N], int v,
-                              bool log) {
-    Stat st;
+  __device__ static void accumulate(Stat& st, const float (&y)[N][V], const float (&dy)[N][V], int v, bool log) {
 #pragma unroll
-    for (int i = 0; i < N; ++i)
-      if (valid[i]) st.sum += log ? dy[i][v] : dy[i][v] * y[i][v];
-    return st;
+    for (int i = 0; i < N; ++i) st.sum += log ? dy[i][v] : dy[i][v] * y[i][v];
   }
   __device__ static void add(Stat& st, float y, float dy, bool log) { st.sum += log ? dy : dy * y; }
-  __device__ static float apply(const Stat& st, float y, float dy, bool log) {
-    return log ? dy - expf(y) * st.sum : y * (dy - st.sum);
+  using Scale = Stat;
+  __device__ static Scale prepare(const Stat& st, bool) { return st; }
+  template <bool kLog>
+  __device__ static float apply(const Scale& st, float y, float dy) {
+    return kLog ? dy - expf(y) * st.sum : y * (dy - st.sum);
   }
   __device__ static void store(const Stat& st, float* a, float*, std::int64_t at) { a[at] = st.sum; }
   __device__ static Stat load(const float* a, const float*, std::int64_t at) { return Stat{__ldcg(a + at)}; }
 };
 
-// Uniform calls over the two ops (the forward stat ignores `log`).
+// Uniform calls over the two ops (the forward statistic ignores `log`).
 template <typename Op, int N, int V>
-__device__ __forceinline__ typename Op::Stat unit_stat(const float (&x)[N][V], const float (&dy)[N][V],
-                                                       const bool (&valid)[N], int v, bool log) {
-  if constexpr (Op::kBackward) return Op::template stat<N, V>(x, dy, valid, v, log);
-  else return Op::template stat<N, V>(x, dy, valid, v);
+__device__ __forceinline__ void accumulate_tile(typename Op::Stat& st, const float (&x)[N][V],
+                                                const float (&dy)[N][V], int v, bool log) {
+  if constexpr (Op::kBackward) Op::template accumulate<N, V>(st, x, dy, v, log);
+  else Op::template accumulate<N, V>(st, x, dy, v);
 }
 template <typename Op>
 __device__ __forceinline__ void add_one(typename Op::Stat& st, float x, float dy, bool log) {
@@ -133,12 +148,19 @@ __device__ void normalize_tiny_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std:
       const std::int64_t at = (begin + t) * D + c;
       add_one<Op>(st, to_float(a.x[at]), Op::kBackward ? to_float(a.dy[at]) : 0.0f, a.log);
     }
+    const typename Op::Scale scale = Op::prepare(st, a.log);
     for (std::int64_t t = 0; t < length; ++t) {
       const std::int64_t at = (begin + t) * D + c;
-      a.out[at] = from_float<T>(Op::apply(st, to_float(a.x[at]), Op::kBackward ? to_float(a.dy[at]) : 0.0f, a.log));
+      const float x = to_float(a.x[at]), dy = Op::kBackward ? to_float(a.dy[at]) : 0.0f;
+      a.out[at] = from_float<T>(a.log ? Op::template apply<true>(scale, x, dy) : Op::template apply<false>(scale, x, dy));
     }
   }
 }
+
+// Whether a unit of this kernel can take several register tiles (geometry.sweeps > 1): only when one tile holds
+// fewer tokens than the softmax minimum chunk, i.e. 16-bit elements with 16-byte vectors.
+template <typename Op, typename T, int V>
+constexpr bool kMaySweep = Op::kFloatsPerLane / V < softmax_min_chunk_tokens(Op::kBackward, sizeof(T));
 
 enum class Pass {
   kFirst,        // statistic; the output too when the row is one chunk
@@ -149,8 +171,9 @@ enum class Pass {
 // Unit `local` of row b, whose partials start at slot first_partial. First pass: statistic, and the output too
 // when the row is this single unit; returns true (warp-uniform) when this warp completed the last first-pass unit
 // of a locally finished (row, tile). Second passes: the output from the row's merged statistic, read from the
-// row's first partial slot.
-template <typename Op, typename T, typename OffsetT, int V>
+// row's first partial slot. The unit's tokens are read one register tile (phases * N tokens) at a time.
+// kLog == a.log: a template parameter so that the write loop does not choose per element.
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
 __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t b, std::int64_t local,
                                std::int64_t first_partial, Pass pass) {
   constexpr int N = Op::kFloatsPerLane / V;
@@ -169,30 +192,59 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
   const bool second_pass = pass != Pass::kFirst;
   const std::int64_t t0 = chunk * g.chunk_tokens;
   const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
+  const std::int64_t tile_tokens = static_cast<std::int64_t>(g.phases) * N;
+  // Register tiles holding tokens of this chunk (>= 1); always 1 where a tile is a whole chunk (the launcher
+  // checks), which keeps those kernels' loops out of the code.
+  const int sweeps = kMaySweep<Op, T, V> ? static_cast<int>((t1 - t0 + tile_tokens - 1) / tile_tokens) : 1;
 
+  // Lane item i of register tile s is token first(s) + i * phases, at element offset at(s) + i * stride; the
+  // tile's first count(s) items lie inside the chunk. Items are addressed from the tile's offset instead of
+  // (begin + t) * D each (a 64-bit multiply per item), and one compare against the count guards an item.
+  const std::int64_t stride = static_cast<std::int64_t>(g.phases) * D;
+  auto first = [&](int s) { return t0 + s * tile_tokens + slot.phase; };
+  auto at = [&](int s) { return (begin + first(s)) * D + slot.vcol * V; };
+  auto count = [&](int s) {
+    const std::int64_t left = t1 - first(s);
+    const std::int64_t items = (left + g.phases - 1) / g.phases;
+    return !slot.active || left <= 0 ? 0 : items < N ? static_cast<int>(items) : N;
+  };
   float x[N][V];
   float dy[N][V];
-  bool valid[N];
-  const std::int64_t lane_offset = begin * D + slot.vcol * V;
+  auto load_tile = [&](int s) {
+    const int n = count(s);
+    const std::int64_t offset = at(s);
 #pragma unroll
-  for (int i = 0; i < N; ++i) {
-    const std::int64_t t = t0 + slot.phase + static_cast<std::int64_t>(i) * g.phases;
-    valid[i] = slot.active && t < t1;
-    if (valid[i]) {
-      load_floats<T, V>(a.x + lane_offset + t * D, x[i]);
-      if constexpr (Op::kBackward) load_floats<T, V>(a.dy + lane_offset + t * D, dy[i]);
+    for (int i = 0; i < N; ++i) {
+      if (i < n) {
+        load_floats<T, V>(a.x + offset + i * stride, x[i]);
+        if constexpr (Op::kBackward) load_floats<T, V>(a.dy + offset + i * stride, dy[i]);
+      } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          x[i][v] = Op::kPadX;
+          dy[i][v] = Op::kPadDy;
+        }
+      }
+    }
+  };
+
+  // First pass: every tile, folded into the statistic. Second passes: only the last tile here (the write loop
+  // below starts with it). Either way the last tile is in registers afterwards.
+  typename Op::Stat st[V];
+#pragma unroll 1
+  for (int s = second_pass ? sweeps - 1 : 0; s < sweeps; ++s) {
+    load_tile(s);
+    if (!second_pass) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) accumulate_tile<Op, N, V>(st[v], x, dy, v, kLog);
     }
   }
-
-  typename Op::Stat st[V];
   if (second_pass) {
     if (first_partial >= L.partial_capacity) return false;  // only with malformed offsets
 #pragma unroll
     for (int v = 0; v < V; ++v)
       if (slot.active) st[v] = Op::load(a.partial_a, a.partial_b, first_partial * D + slot.vcol * V + v);
   } else {
-#pragma unroll
-    for (int v = 0; v < V; ++v) st[v] = unit_stat<Op, N, V>(x, dy, valid, v, a.log);
     if (g.narrow) {
       // Phase 0 gathers the other phases in a fixed order, then hands the result back to them.
       for (int q = 1; q < g.phases; ++q) {
@@ -225,14 +277,23 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
       return true;
     }
   }
+  typename Op::Scale scale[V];
 #pragma unroll
-  for (int i = 0; i < N; ++i) {
-    if (!valid[i]) continue;
-    const std::int64_t t = t0 + slot.phase + static_cast<std::int64_t>(i) * g.phases;
-    float y[V];
+  for (int v = 0; v < V; ++v) scale[v] = Op::prepare(st[v], kLog);
+  // Last tile first: it is still in registers.
+#pragma unroll 1
+  for (int s = sweeps - 1; s >= 0; --s) {
+    if (s != sweeps - 1) load_tile(s);
+    const int n = count(s);
+    std::int64_t offset = at(s);
 #pragma unroll
-    for (int v = 0; v < V; ++v) y[v] = Op::apply(st[v], x[i][v], Op::kBackward ? dy[i][v] : 0.0f, a.log);
-    store_floats<T, V>(a.out + lane_offset + t * D, y);
+    for (int i = 0; i < N; ++i, offset += stride) {
+      if (i >= n) continue;
+      float y[V];
+#pragma unroll
+      for (int v = 0; v < V; ++v) y[v] = Op::template apply<kLog>(scale[v], x[i][v], Op::kBackward ? dy[i][v] : 0.0f);
+      store_floats<T, V>(a.out + offset, y);
+    }
   }
   return false;
 }
@@ -267,8 +328,10 @@ __global__ void __launch_bounds__(kThreads)
       [](std::int64_t, unsigned) {});  // an empty row has no output
 }
 
-template <typename Op, typename T, typename OffsetT, int V>
-__global__ void __launch_bounds__(kThreads, Op::kMinBlocksPerSm)
+// Capped at 128 registers (2 blocks of 256 per SM): without the cap ptxas gives the forward kernel with scalar
+// loads ~160 (one block per SM); with it no first-pass kernel spills (sm_90: 96-128 registers).
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+__global__ void __launch_bounds__(kThreads, 2)
     segment_softmax_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const std::int64_t total = L.plan[row_groups(L.batch)].units;
@@ -294,7 +357,7 @@ __global__ void __launch_bounds__(kThreads, Op::kMinBlocksPerSm)
       first_partial = at.before.partials;
       u += total_warps();
     }
-    if (!normalize_unit<Op, T, OffsetT, V>(a, b, local, first_partial, pass)) continue;
+    if (!normalize_unit<Op, T, OffsetT, V, kLog>(a, b, local, first_partial, pass)) continue;
     std::int64_t begin = 0, length = 0;
     row_extent(L.offsets, b, L.nnz, begin, length);
     finish_row = b;
@@ -306,7 +369,7 @@ __global__ void __launch_bounds__(kThreads, Op::kMinBlocksPerSm)
   }
 }
 
-template <typename Op, typename T, typename OffsetT, int V>
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
 __global__ void __launch_bounds__(kThreads)
     segment_softmax_second_pass_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
@@ -316,7 +379,8 @@ __global__ void __launch_bounds__(kThreads)
   for (std::int64_t i = global_warp(); i < total; i += total_warps()) {
     const std::int64_t u = total - 1 - i;
     const RowLocation at = locate_row(L, u, &RowWork::second_units);
-    normalize_unit<Op, T, OffsetT, V>(a, at.row, u - at.before.second_units, at.before.partials, Pass::kSecond);
+    normalize_unit<Op, T, OffsetT, V, kLog>(a, at.row, u - at.before.second_units, at.before.partials,
+                                           Pass::kSecond);
   }
 }
 
@@ -336,11 +400,12 @@ __global__ void __launch_bounds__(kThreads)
         });
 }
 
-template <typename Op, typename T, typename OffsetT, int V>
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
 Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stream) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
-  if (g.chunk_tokens != static_cast<std::int64_t>(g.phases) * (Op::kFloatsPerLane / V))
+  if (g.chunk_tokens != static_cast<std::int64_t>(g.phases) * (Op::kFloatsPerLane / V) * g.sweeps ||
+      (g.sweeps > 1 && !kMaySweep<Op, T, V>))
     return fail(Status::kInvalidArgument, "segment_softmax: geometry does not match the kernel's register tile");
   unsigned blocks = 0;
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_rows_kernel<Op, T, OffsetT>, row_groups(L.batch), blocks));
@@ -352,23 +417,26 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stre
     RAGGED_RETURN_IF_ERROR(
         from_cuda(cudaMemsetAsync(a.arrivals, 0, arrival_bytes, stream), "cudaMemsetAsync(arrivals)"));
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_kernel<Op, T, OffsetT, V>, units, blocks));
-  segment_softmax_kernel<Op, T, OffsetT, V><<<blocks, kThreads, 0, stream>>>(a);
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_kernel<Op, T, OffsetT, V, kLog>, units, blocks));
+  segment_softmax_kernel<Op, T, OffsetT, V, kLog><<<blocks, kThreads, 0, stream>>>(a);
   RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_kernel"));
   const std::int64_t combine_units = (L.nnz / g.chunk_tokens + 1) * g.combine_tiles;
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_combine_kernel<Op, T, OffsetT>, combine_units, blocks));
   segment_softmax_combine_kernel<Op, T, OffsetT><<<blocks, kThreads, 0, stream>>>(a);
   RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_combine_kernel"));
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_second_pass_kernel<Op, T, OffsetT, V>, units, blocks));
-  segment_softmax_second_pass_kernel<Op, T, OffsetT, V><<<blocks, kThreads, 0, stream>>>(a);
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog>, units, blocks));
+  segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog><<<blocks, kThreads, 0, stream>>>(a);
   return check_launch("segment_softmax_second_pass_kernel");
 }
 
 template <typename Op, typename T, typename OffsetT>
 Status launch_softmax_vec(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stream) {
   constexpr int kVec = 16 / sizeof(T);
-  if (a.layout.geometry.vec == kVec) return launch_softmax<Op, T, OffsetT, kVec>(a, stream);
-  if (a.layout.geometry.vec == 1) return launch_softmax<Op, T, OffsetT, 1>(a, stream);
+  if (a.layout.geometry.vec == kVec)
+    return a.log ? launch_softmax<Op, T, OffsetT, kVec, true>(a, stream)
+                 : launch_softmax<Op, T, OffsetT, kVec, false>(a, stream);
+  if (a.layout.geometry.vec == 1)
+    return a.log ? launch_softmax<Op, T, OffsetT, 1, true>(a, stream) : launch_softmax<Op, T, OffsetT, 1, false>(a, stream);
   return fail(Status::kUnsupportedShape,
               "segment_softmax: no kernel for vector width " + std::to_string(a.layout.geometry.vec));
 }

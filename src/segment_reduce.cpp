@@ -128,8 +128,9 @@ Geometries softmax_geometry(std::int64_t inner, std::size_t elem_size, const voi
                   (out != nullptr && detail::segment_vector_width(inner, elem_size, out) != vec)))
     vec = 1;
   const int floats = backward ? detail::kSoftmaxBackwardFloatsPerLane : detail::kSoftmaxFloatsPerLane;
+  const std::int64_t min_tokens = detail::softmax_min_chunk_tokens(backward, elem_size);
   auto make = [&](int v) {
-    return detail::make_segment_geometry(inner, v, floats / v, detail::kLocalFinishChunks);
+    return detail::make_segment_geometry(inner, v, floats / v, detail::kLocalFinishChunks, min_tokens);
   };
   return {make(vec), make(other_vector_width(inner, elem_size, vec))};
 }

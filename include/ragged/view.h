@@ -58,17 +58,21 @@ enum class Truncate : int {
   kLeft = 1,   // keep the last max_len tokens
 };
 
-// Row range [begin, end) of sequence b, clamped into [0, nnz) and made non-decreasing. Shared by every kernel
-// so that bad offsets can never move an access out of bounds.
-template <typename OffsetT>
-RAGGED_HOST_DEVICE void clamped_row_range(const OffsetT* offsets, std::int64_t b, std::int64_t nnz,
-                                          std::int64_t& begin, std::int64_t& end) {
-  std::int64_t lo = static_cast<std::int64_t>(offsets[b]);
-  std::int64_t hi = static_cast<std::int64_t>(offsets[b + 1]);
+// Row range [begin, end) of a sequence from its two offsets (offsets[b], offsets[b + 1]), clamped into [0, nnz)
+// and made non-decreasing. Shared by every kernel so that bad offsets can never move an access out of bounds.
+RAGGED_HOST_DEVICE void clamp_row_range(std::int64_t lo, std::int64_t hi, std::int64_t nnz, std::int64_t& begin,
+                                        std::int64_t& end) {
   lo = lo < 0 ? 0 : (lo > nnz ? nnz : lo);
   hi = hi < lo ? lo : (hi > nnz ? nnz : hi);
   begin = lo;
   end = hi;
+}
+
+// The same, reading the offsets of sequence b.
+template <typename OffsetT>
+RAGGED_HOST_DEVICE void clamped_row_range(const OffsetT* offsets, std::int64_t b, std::int64_t nnz,
+                                          std::int64_t& begin, std::int64_t& end) {
+  clamp_row_range(static_cast<std::int64_t>(offsets[b]), static_cast<std::int64_t>(offsets[b + 1]), nnz, begin, end);
 }
 
 // offsets[b + 1] - offsets[b] without overflow: malformed int64 offsets (INT64_MAX then -2) would wrap, so the

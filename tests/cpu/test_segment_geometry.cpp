@@ -22,18 +22,22 @@ using ragged::detail::row_groups;
 using ragged::detail::row_work;
 using ragged::detail::RowWork;
 using ragged::detail::SegmentGeometry;
+using ragged::detail::softmax_min_chunk_tokens;
 
 namespace {
 
 // Every geometry the library builds: reduce (256 floats per lane) and softmax (32 forward, 16 backward, with the
-// local finish), at vector width 1 and 16 bytes of float / half.
+// local finish and the minimum chunk of the element size), at vector width 1 and 16 bytes of float / half.
 std::vector<SegmentGeometry> all_geometries(std::int64_t inner) {
   std::vector<SegmentGeometry> gs;
-  for (int vec : {1, 4, 8}) {
-    if (inner % vec != 0) continue;
-    gs.push_back(make_segment_geometry(inner, vec, 256 / vec));
-    gs.push_back(make_segment_geometry(inner, vec, 32 / vec, kLocalFinishChunks));
-    gs.push_back(make_segment_geometry(inner, vec, 16 / vec, kLocalFinishChunks));
+  for (std::size_t elem_size : {4, 2}) {
+    for (int vec : {1, static_cast<int>(16 / elem_size)}) {
+      if (inner % vec != 0) continue;
+      gs.push_back(make_segment_geometry(inner, vec, 256 / vec));
+      for (bool backward : {false, true})
+        gs.push_back(make_segment_geometry(inner, vec, (backward ? 16 : 32) / vec, kLocalFinishChunks,
+                                           softmax_min_chunk_tokens(backward, elem_size)));
+    }
   }
   return gs;
 }
@@ -58,6 +62,8 @@ TEST_CASE("segment geometry: lanes, phases and tiles cover D exactly once", "[se
       INFO("D = " << inner << ", vec = " << g.vec << ", chunk_tokens = " << g.chunk_tokens);
       REQUIRE(g.vcols * g.vec == inner);
       REQUIRE(g.chunk_tokens % g.phases == 0);
+      REQUIRE(g.sweeps >= 1);
+      REQUIRE(g.chunk_tokens % g.sweeps == 0);
       if (g.narrow) {
         REQUIRE(g.vcols * g.phases <= 32);
         REQUIRE(g.tiles == 1);
@@ -127,4 +133,35 @@ TEST_CASE("segment row groups: every row belongs to exactly one plan entry", "[s
   const std::int64_t huge = std::int64_t{1} << 59;  // check_batch's bound is INT64_MAX / 16
   REQUIRE(row_groups(huge) * kRowsPerGroup >= huge);
   REQUIRE((row_groups(huge) - 1) * kRowsPerGroup < huge);
+}
+
+TEST_CASE("softmax chunks: partial statistics cost at most 1/4 of a chunk's reads, with the fewest sweeps",
+          "[segment][geometry]") {
+  for (std::int64_t inner : {1, 2, 3, 8, 32, 64, 128, 256, 264, 1000, 1024, 4096}) {
+    for (std::size_t elem_size : {4, 2}) {
+      for (int vec : {1, static_cast<int>(16 / elem_size)}) {
+        if (inner % vec != 0) continue;
+        for (bool backward : {false, true}) {
+          const std::int64_t items = (backward ? 16 : 32) / vec;
+          const std::int64_t min_tokens = softmax_min_chunk_tokens(backward, elem_size);
+          const SegmentGeometry g = make_segment_geometry(inner, vec, items, kLocalFinishChunks, min_tokens);
+          INFO("D = " << inner << ", element bytes " << elem_size << ", vec = " << vec
+                      << (backward ? ", backward" : ", forward") << ": chunk_tokens = " << g.chunk_tokens
+                      << ", sweeps = " << g.sweeps);
+          const std::int64_t tile_tokens = g.phases * items;
+          REQUIRE(g.chunk_tokens == tile_tokens * g.sweeps);
+          const std::int64_t stat_bytes = backward ? 4 : 8, inputs = backward ? 2 : 1;
+          REQUIRE(4 * stat_bytes <= g.chunk_tokens * inputs * static_cast<std::int64_t>(elem_size));
+          REQUIRE((g.sweeps == 1 || (g.sweeps - 1) * tile_tokens < min_tokens));
+        }
+      }
+    }
+  }
+  // The case the sweeps exist for: half at wide D, a 32-float register tile holds 4 tokens of a 256-column tile.
+  const SegmentGeometry half_wide = make_segment_geometry(1024, 8, 4, kLocalFinishChunks, softmax_min_chunk_tokens(false, 2));
+  CHECK(half_wide.sweeps == 4);
+  CHECK(half_wide.chunk_tokens == 16);
+  const SegmentGeometry float_wide = make_segment_geometry(1024, 4, 8, kLocalFinishChunks, softmax_min_chunk_tokens(false, 4));
+  CHECK(float_wide.sweeps == 1);
+  CHECK(float_wide.chunk_tokens == 8);
 }

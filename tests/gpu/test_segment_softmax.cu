@@ -129,16 +129,17 @@ TEMPLATE_TEST_CASE("segment_softmax on the device matches the CPU reference", "[
 TEMPLATE_TEST_CASE("segment_softmax rows on both sides of the local-finish limit", "[segment][gpu]", F32_I32,
                    BF16_I64) {
   // Rows of 2 .. kLocalFinishChunks chunks are finished by the warp that completes their last chunk; longer ones
-  // by the combine and second-pass kernels (segment_softmax.cu). Chunks hold 1024 tokens at D = 1 and 16 at
-  // D = 64 forward (half that backward), so these lengths straddle both limits, with a one-chunk row and
-  // an empty one in between, in one batch.
+  // by the combine and second-pass kernels (segment_softmax.cu). Forward chunks hold 1024 tokens at D = 1 and 16
+  // at D = 64; at D = 1000 (column tiles) 8 float tokens, or 16 bfloat16 tokens streamed as 4 register tiles of
+  // 4 (backward chunks are half as long). These lengths straddle both limits, with a one-chunk row, a row shorter
+  // than a register tile and an empty one in between, in one batch.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(506);
-  for (std::int64_t inner : {1, 64}) {
-    const std::int64_t chunk = inner == 1 ? 1024 : 16;
-    const std::vector<std::int64_t> lengths = {chunk + 1,       chunk * 16 - 1, 0,          chunk * 32, chunk * 32 + 1,
-                                               chunk * 64 + 5, chunk / 2,      chunk * 33, 2 * chunk};
+  for (std::int64_t inner : {1, 64, 1000}) {
+    const std::int64_t chunk = inner == 1 ? 1024 : inner == 64 ? 16 : sizeof(T) == 2 ? 16 : 8;
+    const std::vector<std::int64_t> lengths = {chunk + 1,      chunk * 16 - 1, 0,          chunk * 32, chunk * 32 + 1,
+                                               chunk * 64 + 5, chunk / 2,      chunk * 33, 2 * chunk,  3};
     INFO("inner " << inner);
     check_softmax(test::random_ragged<T, OffsetT>(lengths, inner, rng, kSpareRows), rng);
   }
@@ -168,6 +169,46 @@ TEMPLATE_TEST_CASE("segment_softmax on the device: NaN and masked (-inf) inputs"
       }
       check_softmax(host, rng);
     }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_softmax on the device: fully masked columns and a NaN inside a masked chunk",
+                   "[segment][gpu]", F32_I32, BF16_I64) {
+  // Per row, two columns: one of nothing but -inf (no maximum: every output is NaN, as the reference's
+  // exp(-inf - -inf)), and one of finite values except for a whole forward chunk of -inf holding one NaN. The
+  // kernels' max skips NaN and carries it through the sum instead, so the chunk (and each register tile of it)
+  // whose real items are only -inf and the NaN must still make the column NaN; the rest of the column being
+  // finite, a lost NaN shows as finite outputs. Rows of one chunk to past the local-finish limit, at D = 1 and
+  // at D = 1000 (column tiles; bfloat16 there streams 4 register tiles per chunk).
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(507);
+  const T neg_inf = test::round_to<T>(-std::numeric_limits<double>::infinity());
+  const T nan = test::round_to<T>(std::numeric_limits<double>::quiet_NaN());
+  for (std::int64_t inner : {1, 1000}) {
+    // Forward chunk lengths (segment_geometry.h): 1024 tokens at D = 1; 8 float or 16 bfloat16 tokens at D = 1000.
+    const std::int64_t chunk = inner == 1 ? 1024 : sizeof(T) == 2 ? 16 : 8;
+    const std::vector<std::int64_t> lengths = inner == 1 ? std::vector<std::int64_t>{40, 3000, 40000, 7, 0, 2500}
+                                                         : std::vector<std::int64_t>{3, 17, 300, 1100, 0, 40};
+    auto host = test::random_ragged<T, OffsetT>(lengths, inner, rng, kSpareRows);
+    std::uniform_int_distribution<std::int64_t> column(0, inner - 1);
+    for (std::int64_t b = 0; b < host.batch; ++b) {
+      const std::int64_t length = host.length(b);
+      if (length == 0) continue;
+      std::uniform_int_distribution<std::int64_t> token(0, length - 1);
+      const std::int64_t nan_at = token(rng), first = nan_at / chunk * chunk;
+      // D = 1 has one column: the even rows are fully masked, the odd ones get the masked chunk and the NaN.
+      const std::int64_t masked = inner == 1 ? (b % 2 == 0 ? 0 : -1) : column(rng);
+      const std::int64_t with_nan = inner == 1 ? (b % 2 == 1 ? 0 : -1) : (masked + 1) % inner;
+      if (masked >= 0)
+        for (std::int64_t i = 0; i < length; ++i) host.at(host.begin(b) + i, masked) = neg_inf;
+      if (with_nan >= 0) {
+        for (std::int64_t i = first; i < std::min(length, first + chunk); ++i) host.at(host.begin(b) + i, with_nan) = neg_inf;
+        host.at(host.begin(b) + nan_at, with_nan) = nan;
+      }
+    }
+    INFO("inner " << inner);
+    check_softmax(host, rng);
   }
 }
 
