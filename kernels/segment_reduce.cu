@@ -23,6 +23,8 @@ constexpr int kThreads = kSegmentThreads;
 template <typename T, int V>
 constexpr int kUnroll = 64 / static_cast<int>(V * sizeof(T)) > 4 ? 64 / static_cast<int>(V * sizeof(T)) : 4;
 
+// add(x, xi): the next element of one lane's walk through a row, whose index xi is greater than every index
+// the accumulator has seen (so a tie never replaces); merge: any other accumulator.
 struct SumAcc {
   float sum = 0.0f;
   __device__ void add(float x, std::int64_t) { sum += x; }
@@ -50,14 +52,20 @@ struct ExtremeAcc {
     if (x == v) return xi < i;
     return kMin ? x < v : x > v;
   }
+  // The order above, for an element of a higher index than any seen: it wins if nothing was seen, if it is the
+  // first NaN, or if it is strictly more extreme than a non-NaN value (a tie keeps the lower index). Selects
+  // instead of branches: this runs once per element.
   __device__ void add(float x, std::int64_t xi) {
-    if (beats(x, xi)) {
-      v = x;
-      i = xi;
-    }
+    const bool v_nan = isnan(v);
+    const bool take = (i < 0) | (isnan(x) & !v_nan) | (!v_nan & (kMin ? x < v : x > v));
+    v = take ? x : v;
+    i = take ? xi : i;
   }
   __device__ void merge(const ExtremeAcc& o) {
-    if (o.i >= 0) add(o.v, o.i);
+    if (o.i >= 0 && beats(o.v, o.i)) {
+      v = o.v;
+      i = o.i;
+    }
   }
   __device__ ExtremeAcc shfl(int src) const {
     ExtremeAcc r;
