@@ -13,6 +13,7 @@
 #include "ragged/view.h"
 #include "segment_geometry.h"
 #include "segment_launch.h"
+#include "validate.h"
 #include "warp_search.cuh"
 
 namespace ragged {
@@ -224,9 +225,15 @@ inline Status persistent_grid(Kernel kernel, std::int64_t warp_items, unsigned& 
   return resident_grid_size(kernel, kSegmentThreads, warp_items, kSegmentThreads / kWarpSize, blocks);
 }
 
-// The plan scan of a layout whose group_work the row pass has just written (same stream).
-template <typename OffsetT>
-inline Status scan_plan(const SegmentLayout<OffsetT>& L, cudaStream_t stream) {
+// The first two launches of every segment op: its row pass (`rows_kernel`, a kernel calling row_pass, which
+// finishes the tiny and empty rows and writes group_work), then the plan scan of group_work.
+template <typename Args, typename OffsetT>
+inline Status build_plan(void (*rows_kernel)(Args), const Args& args, const SegmentLayout<OffsetT>& L,
+                         const char* kernel_name, cudaStream_t stream) {
+  unsigned blocks = 0;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(rows_kernel, row_groups(L.batch), blocks));
+  rows_kernel<<<blocks, kSegmentThreads, 0, stream>>>(args);
+  RAGGED_RETURN_IF_ERROR(check_launch(kernel_name));
   std::size_t bytes = L.cub_temp_bytes;
   return launch_segment_plan(L.cub_temp, bytes, L.group_work, row_groups(L.batch), L.plan, stream);
 }

@@ -151,36 +151,30 @@ __device__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
 
   Acc acc[V];
   if (slot.active) {
-    // This lane's tokens: t = t0 + phase + i * phases for i < n, at element offset `offset` + i * stride. Full
-    // groups of U load without a check (offsets step by a constant instead of a 64-bit multiply per load); the
-    // last, partial group loads under a count. Elements are added in token order either way.
+    // This lane's tokens: t = t0 + phase + i * phases for i < n, at element offset `offset` + i * stride. They
+    // go in groups of U: every load of a group first, then the adds in token order. The full groups pass
+    // count = U, a constant once inlined, so they load without a check; the last, partial one loads under
+    // its count. Offsets step by a constant instead of a 64-bit multiply per load.
     constexpr int U = kUnroll<T, V>;
     const std::int64_t step = g.phases;
     const std::int64_t stride = step * D;
     std::int64_t t = t0 + slot.phase;
     const std::int64_t n = t < t1 ? (t1 - t + step - 1) / step : 0;
     std::int64_t offset = (begin + t) * D + slot.vcol * V;
-    float x[U][V];
-    for (std::int64_t i = 0; i + U <= n; i += U, t += U * step, offset += U * stride) {
-#pragma unroll
-      for (int k = 0; k < U; ++k) load_floats<T, V>(a.values + offset + k * stride, x[k]);
+    auto add_group = [&](int count) {
+      float x[U][V];
 #pragma unroll
       for (int k = 0; k < U; ++k)
-#pragma unroll
-        for (int v = 0; v < V; ++v) acc[v].add(x[k][v], t + k * step);
-    }
-    const int rest = static_cast<int>(n % U);
-    if (rest > 0) {
+        if (k < count) load_floats<T, V>(a.values + offset + k * stride, x[k]);
 #pragma unroll
       for (int k = 0; k < U; ++k)
-        if (k < rest) load_floats<T, V>(a.values + offset + k * stride, x[k]);
-#pragma unroll
-      for (int k = 0; k < U; ++k)
-        if (k < rest) {
+        if (k < count) {
 #pragma unroll
           for (int v = 0; v < V; ++v) acc[v].add(x[k][v], t + k * step);
         }
-    }
+    };
+    for (std::int64_t i = 0; i + U <= n; i += U, t += U * step, offset += U * stride) add_group(U);
+    if (n % U != 0) add_group(static_cast<int>(n % U));
   }
   if (g.narrow) {
     // Phase 0 gathers the other phases in a fixed order.
@@ -232,11 +226,9 @@ template <typename T, typename OffsetT, typename Acc, int V>
 Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
+  RAGGED_RETURN_IF_ERROR(
+      build_plan(&segment_reduce_rows_kernel<T, OffsetT, Acc>, a, L, "segment_reduce_rows_kernel", stream));
   unsigned blocks = 0;
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_rows_kernel<T, OffsetT, Acc>, row_groups(L.batch), blocks));
-  segment_reduce_rows_kernel<T, OffsetT, Acc><<<blocks, kThreads, 0, stream>>>(a);
-  RAGGED_RETURN_IF_ERROR(check_launch("segment_reduce_rows_kernel"));
-  RAGGED_RETURN_IF_ERROR(scan_plan(L, stream));
   // Work bounds known on the host: every row's units fit in (nnz / chunk + rows) * tiles.
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_kernel<T, OffsetT, Acc, V>, units, blocks));
@@ -332,12 +324,9 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, typename OffsetT, int V>
 Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStream_t stream) {
   const SegmentLayout<OffsetT>& L = a.layout;
+  RAGGED_RETURN_IF_ERROR(build_plan(&segment_reduce_backward_rows_kernel<T, OffsetT>, a, L,
+                                    "segment_reduce_backward_rows_kernel", stream));
   unsigned blocks = 0;
-  RAGGED_RETURN_IF_ERROR(
-      persistent_grid(&segment_reduce_backward_rows_kernel<T, OffsetT>, row_groups(L.batch), blocks));
-  segment_reduce_backward_rows_kernel<T, OffsetT><<<blocks, kThreads, 0, stream>>>(a);
-  RAGGED_RETURN_IF_ERROR(check_launch("segment_reduce_backward_rows_kernel"));
-  RAGGED_RETURN_IF_ERROR(scan_plan(L, stream));
   const std::int64_t units = (L.nnz / L.geometry.chunk_tokens + std::min(L.batch, L.nnz)) * L.geometry.tiles;
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_backward_kernel<T, OffsetT, V>, units, blocks));
   segment_reduce_backward_kernel<T, OffsetT, V><<<blocks, kThreads, 0, stream>>>(a);

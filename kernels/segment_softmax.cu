@@ -407,16 +407,14 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stre
   if (g.chunk_tokens != static_cast<std::int64_t>(g.phases) * (Op::kFloatsPerLane / V) * g.sweeps ||
       (g.sweeps > 1 && !kMaySweep<Op, T, V>))
     return fail(Status::kInvalidArgument, "segment_softmax: geometry does not match the kernel's register tile");
-  unsigned blocks = 0;
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_rows_kernel<Op, T, OffsetT>, row_groups(L.batch), blocks));
-  segment_softmax_rows_kernel<Op, T, OffsetT><<<blocks, kThreads, 0, stream>>>(a);
-  RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_rows_kernel"));
-  RAGGED_RETURN_IF_ERROR(scan_plan(L, stream));
+  RAGGED_RETURN_IF_ERROR(
+      build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L, "segment_softmax_rows_kernel", stream));
   const std::size_t arrival_bytes = static_cast<std::size_t>(L.partial_capacity * g.tiles) * sizeof(int);
   if (arrival_bytes > 0)
     RAGGED_RETURN_IF_ERROR(
         from_cuda(cudaMemsetAsync(a.arrivals, 0, arrival_bytes, stream), "cudaMemsetAsync(arrivals)"));
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
+  unsigned blocks = 0;
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_kernel<Op, T, OffsetT, V, kLog>, units, blocks));
   segment_softmax_kernel<Op, T, OffsetT, V, kLog><<<blocks, kThreads, 0, stream>>>(a);
   RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_kernel"));
