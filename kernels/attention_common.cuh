@@ -1,5 +1,5 @@
 // Internal device helpers shared by the attention kernels: sequence spans from offsets or lengths, the
-// query-tile schedule (which block works on which sequence), the causal / length mask bounds, cp.async and exp2.
+// query-tile schedule (which block works on which sequence), the causal / length mask bounds, exp2.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "async_copy.cuh"
 #include "attention_launch.h"
 #include "ragged/view.h"
 #include "warp_search.cuh"
@@ -126,36 +127,8 @@ __device__ __forceinline__ bool key_hidden(std::int64_t row, std::int64_t key, s
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// PTX wrappers
+// exp2
 // ---------------------------------------------------------------------------------------------------------------
-
-__device__ __forceinline__ unsigned smem_address(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared without passing through registers (sm_80+). valid == false reads nothing and
-// fills the 16 bytes with zeros (src-size 0), so rows past a sequence's end hold zeros, never stale values
-// (a stale NaN in V times P = 0 would still poison the output).
-__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-#endif
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-
-// Waits until at most N of this thread's committed groups are still in flight.
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
 
 // 2^x with the MUFU unit (about 2 ulp; -inf -> +0, which is what masked scores need).
 __device__ __forceinline__ float fast_exp2(float x) {

@@ -7,20 +7,22 @@
 // The same phase code runs with the weights resident in shared memory for the whole kernel (persistent) or
 // streamed through shared memory chunk by chunk (one launch per step).
 //
-// half / bfloat16 multiply on tensor cores (WMMA 16x16x16, float accumulators); float uses FFMA in a fixed
-// order (TF32 is never used). Activations written by other blocks during a persistent kernel are read with
-// ld.global.cg, which bypasses the (non-coherent) L1, after the grid barrier.
+// half / bfloat16 multiply on tensor cores (ldmatrix + mma.sync m16n8k16, float accumulators); float uses FFMA
+// in a fixed order (TF32 is never used). Operands move global -> shared by cp.async, two chunks deep.
+// Activations written by other blocks during a persistent kernel are read through L2 only (cp.async.cg, or
+// ld.global.cg on the unaligned path), which bypasses the (non-coherent) L1, after the grid barrier.
 #pragma once
 
-#include "element_convert.cuh"
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
-#include <mma.h>
 
 #include <cstdint>
 #include <string>
 
+#include "async_copy.cuh"
+#include "element_convert.cuh"
+#include "mma_sync.cuh"
 #include "ragged/status.h"
 #include "rnn_geometry.h"
 #include "rnn_launch.h"
@@ -90,27 +92,69 @@ inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // ---------------------------------------------------------------------------------------------------------------
-// One warp's 16 x 16 float accumulator tile: C += A (16 rows x 16 k) * W^T (16 weight rows x 16 k).
+// One warp's 16 x 16 float accumulator tile: C += A (16 rows x 16 k) * W^T (16 weight rows x 16 k) for the
+// warp's k-steps of a staged chunk: steps first, first + stride, ... below cols (columns of the chunk).
 
+// half / bfloat16: tensor cores (ldmatrix + mma.sync m16n8k16, mma_sync.cuh). A row-major [m][k] tile is the A
+// fragment and a row-major [n][k] weight tile the B fragment, both with a plain ldmatrix.x4: the A matrices are
+// (rows 0-7 | 8-15) x (k 0-7 | 8-15) in the order a0..a3, the W matrices (n 0-7, k 0-7), (n 0-7, k 8-15),
+// (n 8-15, k 0-7), (n 8-15, k 8-15), i.e. b0, b1 of the first 8 columns of C and then of the last 8.
+// The warp's k-steps alternate between two accumulator sets (two independent mma chains per n-half instead of
+// one, since consecutive mma on one accumulator wait for each other), added at the end: set = (global k-step /
+// splits) % 2, fixed by the shapes like everything else in the summation order.
 template <typename T>
-struct TileAcc {  // half / bfloat16: tensor cores
-  nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> frag;
-  __device__ __forceinline__ void zero() { nvcuda::wmma::fill_fragment(frag, 0.0f); }
-  __device__ __forceinline__ void mma(const T* a, int lda, const T* w, int ldw) {
-    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 16, T, nvcuda::wmma::row_major> fa;
-    nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 16, T, nvcuda::wmma::col_major> fb;
-    nvcuda::wmma::load_matrix_sync(fa, a, lda);
-    nvcuda::wmma::load_matrix_sync(fb, w, ldw);  // W [n][k] row-major is W^T [k][n] column-major
-    nvcuda::wmma::mma_sync(frag, fa, fb, frag);
+struct TileAcc {
+  float c[2][2][4];  // [set][n half][C fragment]
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) c[s][h][i] = 0.0f;
   }
-  __device__ __forceinline__ void store(float* c, int ldc) const {
-    nvcuda::wmma::store_matrix_sync(c, frag, ldc, nvcuda::wmma::mem_row_major);
+  // `first` must be the warp's first step in a chunk that starts at an even multiple of `stride` (see
+  // kRnnKChunkBytes), so that the parity of a step within the chunk is its global set. Both steps' fragments
+  // are loaded before either multiplies, so the second pair of ldmatrix overlaps the first.
+  __device__ __forceinline__ void add_steps(const T* a_tile, int a_ld, const T* w_tile, int w_ld, int first, int cols,
+                                            int stride) {
+    const int lane = threadIdx.x & 31;
+    const unsigned a = smem_address(a_tile + ((lane & 7) + ((lane >> 3) & 1) * 8) * a_ld + (lane >> 4) * 8);
+    const unsigned w = smem_address(w_tile + ((lane & 7) + (lane >> 4) * 8) * w_ld + ((lane >> 3) & 1) * 8);
+    constexpr unsigned kBytes = sizeof(T);
+    for (int kk = first; kk < cols; kk += 2 * stride) {
+      const bool second = kk + stride < cols;
+      unsigned a0[4], w0[4], a1[4], w1[4];
+      ldmatrix_x4(a0, a + kk * kBytes);
+      ldmatrix_x4(w0, w + kk * kBytes);
+      if (second) {
+        ldmatrix_x4(a1, a + (kk + stride) * kBytes);
+        ldmatrix_x4(w1, w + (kk + stride) * kBytes);
+      }
+      mma_16816<T>(c[0][0], a0, w0[0], w0[1]);
+      mma_16816<T>(c[0][1], a0, w0[2], w0[3]);
+      if (second) {
+        mma_16816<T>(c[1][0], a1, w1[0], w1[1]);
+        mma_16816<T>(c[1][1], a1, w1[2], w1[3]);
+      }
+    }
+  }
+  __device__ __forceinline__ void store(float* out, int ldc) const {
+    const int lane = threadIdx.x & 31;
+    const int g = lane >> 2, col = 2 * (lane & 3);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      *reinterpret_cast<float2*>(out + g * ldc + h * 8 + col) =
+          make_float2(c[0][h][0] + c[1][h][0], c[0][h][1] + c[1][h][1]);
+      *reinterpret_cast<float2*>(out + (g + 8) * ldc + h * 8 + col) =
+          make_float2(c[0][h][2] + c[1][h][2], c[0][h][3] + c[1][h][3]);
+    }
   }
 };
 
 // float: lane (n = lane % 16, half = lane / 16) owns column n of rows half * 8 .. half * 8 + 7, and adds the
-// products in k order. 16-byte shared loads: the 8 lanes of a phase read 8 W rows (distinct banks thanks to the
-// row skew) and one broadcast A row.
+// products in k order (TF32 is never used). 16-byte shared loads: the 8 lanes of a phase read 8 W rows
+// (distinct banks thanks to the row skew) and one broadcast A row.
 template <>
 struct TileAcc<float> {
   float v[8];
@@ -118,7 +162,7 @@ struct TileAcc<float> {
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] = 0.0f;
   }
-  __device__ __forceinline__ void mma(const float* a, int lda, const float* w, int ldw) {
+  __device__ __forceinline__ void step(const float* a, int lda, const float* w, int ldw) {
     const int lane = threadIdx.x & 31;
     const int n = lane & 15, row0 = (lane >> 4) * 8;
 #pragma unroll
@@ -134,6 +178,10 @@ struct TileAcc<float> {
       }
     }
   }
+  __device__ __forceinline__ void add_steps(const float* a_tile, int a_ld, const float* w_tile, int w_ld, int first,
+                                            int cols, int stride) {
+    for (int kk = first; kk < cols; kk += stride) step(a_tile + kk, a_ld, w_tile + kk, w_ld);
+  }
   __device__ __forceinline__ void store(float* c, int ldc) const {
     const int lane = threadIdx.x & 31;
     const int n = lane & 15, row0 = (lane >> 4) * 8;
@@ -144,8 +192,11 @@ struct TileAcc<float> {
 
 // ---------------------------------------------------------------------------------------------------------------
 // Staging: rows [0, rows) x columns [k0, k0 + cols) of a row-major source (src_ld elements per row, k valid
-// columns) into shared dst [rows][ld]; zeros where row_of(q) < 0 or the column is >= k. kCoherent reads through
-// L2 only (data other blocks wrote during this kernel); otherwise through the read-only path.
+// columns) into shared dst [rows][ld]; zeros where row_of(q) < 0 or the column is >= k.
+// vec (16-byte rows and bases): cp.async, which the caller commits and waits for; it reads through L2 only, so
+// data other blocks wrote during this kernel is seen after the grid barrier. Otherwise the copy is done when
+// this returns, with kCoherent choosing L2-only loads over the read-only path, and four loads in flight per
+// thread.
 
 template <bool kCoherent, typename V>
 __device__ __forceinline__ V load_global(const V* p) {
@@ -159,43 +210,74 @@ __device__ __forceinline__ void stage_rows(T* dst, int ld, int rows, int cols, c
   if (vec) {
     constexpr int kV = 16 / sizeof(T);
     const int vecs_per_row = cols / kV;  // cols is a multiple of 16 elements
-    const int count = rows * vecs_per_row;
-    for (int i = threadIdx.x; i < count; i += blockDim.x) {
-      const int q = i / vecs_per_row;
-      const int col = k0 + (i - q * vecs_per_row) * kV;
+    const unsigned dst_base = smem_address(dst);
+    // Thread i copies vectors i, i + blockDim.x, ...: (row q, vector v) advanced without a division per copy.
+    int q = static_cast<int>(threadIdx.x) / vecs_per_row, v = static_cast<int>(threadIdx.x) - q * vecs_per_row;
+    const int q_step = static_cast<int>(blockDim.x) / vecs_per_row;
+    const int v_step = static_cast<int>(blockDim.x) - q_step * vecs_per_row;
+    while (q < rows) {
+      const int col = k0 + v * kV;
       const std::int64_t row = row_of(q);
-      uint4 value = make_uint4(0u, 0u, 0u, 0u);
-      if (row >= 0 && col < k) value = load_global<kCoherent>(reinterpret_cast<const uint4*>(src + row * src_ld + col));
-      *reinterpret_cast<uint4*>(dst + q * ld + (col - k0)) = value;
+      const bool valid = row >= 0 && col < k;
+      cp_async_16(dst_base + static_cast<unsigned>((q * ld + v * kV) * sizeof(T)),
+                  valid ? static_cast<const void*>(src + row * src_ld + col) : static_cast<const void*>(src), valid);
+      q += q_step;
+      v += v_step;
+      if (v >= vecs_per_row) {
+        v -= vecs_per_row;
+        ++q;
+      }
     }
   } else {
+    constexpr int kInFlight = 4;
     const int count = rows * cols;
-    for (int i = threadIdx.x; i < count; i += blockDim.x) {
-      const int q = i / cols;
-      const int col = k0 + (i - q * cols);
-      const std::int64_t row = row_of(q);
-      T value = from_float<T>(0.0f);
-      if (row >= 0 && col < k) value = load_global<kCoherent>(src + row * src_ld + col);
-      dst[q * ld + (col - k0)] = value;
+    for (int i0 = threadIdx.x; i0 < count; i0 += kInFlight * blockDim.x) {
+      T value[kInFlight];
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const int i = i0 + u * static_cast<int>(blockDim.x);
+        const int q = i / cols;
+        const int col = k0 + (i - q * cols);
+        const std::int64_t row = i < count ? row_of(q) : -1;
+        value[u] = row >= 0 && col < k ? load_global<kCoherent>(src + row * src_ld + col) : from_float<T>(0.0f);
+      }
+#pragma unroll
+      for (int u = 0; u < kInFlight; ++u) {
+        const int i = i0 + u * static_cast<int>(blockDim.x);
+        const int q = i / cols;
+        if (i < count) dst[q * ld + (i - q * cols)] = value[u];
+      }
     }
   }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The block product for batch rows [m0, m0 + kRnnMChunk) of `act` (rows >= active are zero): fills
-// partials[split][m][q] (ld rows_pad + 4) for the block's weight rows q. With kResident the weights already sit
-// in w_shared [rows_pad][ld(k_pad)]; otherwise each k chunk of them is staged there next to the activations.
-// Ends with a barrier, after which the partials may be read.
+// The block product for the `rows_here` batch rows of `act` (act_ld elements apart; rows up to the next
+// multiple of 16 are zero, later ones are not computed): fills partials[split][m][q] (ld rows_pad + 4) for the
+// block's weight rows q. With kResident the weights already sit in w_shared [rows_pad][ld(k_pad)]; otherwise
+// each k chunk of them is staged next to the activations, two buffers deep like them. Ends with a barrier,
+// after which the partials may be read.
+
+// 16-bit chunks must start at an even multiple of the k-step stride of every split (TileAcc's two sets).
+static_assert(kRnnKChunkBytes / 2 / 16 % (2 * kRnnWarps) == 0, "a 16-bit chunk holds an even number of split rounds");
 
 template <typename T, bool kResident, typename WeightRowOf>
-__device__ void chunk_product(const RnnGemmGeometry& g, const T* act, std::int64_t act_ld, bool act_vec,
-                              std::int64_t m0, std::int64_t active, const T* w, bool w_vec, WeightRowOf w_row_of,
-                              T* w_shared, T* a_shared, float* partials) {
+__device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& layout, unsigned char* shared,
+                              std::size_t weights_at, const T* act, std::int64_t act_ld, bool act_vec, int rows_here,
+                              const T* w, bool w_vec, WeightRowOf w_row_of) {
   const int warp = threadIdx.x >> 5;
   const int w_ld = rnn_shared_ld(kResident ? g.k_pad : g.k_chunk, sizeof(T));
   const int a_ld = rnn_shared_ld(g.k_chunk, sizeof(T));
+  const int m_rows = (rows_here + 15) / 16 * 16;
   const int n_tiles = g.rows_pad / 16;
-  // This warp's tiles: with one split, tiles warp, warp + 8, ...; with several, one tile and one split.
+  auto act_buffer = [&](int b) { return reinterpret_cast<T*>(shared + layout.activations + b * layout.activation_buffer); };
+  auto w_buffer = [&](int b) {
+    return reinterpret_cast<T*>(shared + weights_at + (kResident ? 0 : b * layout.weight_buffer));
+  };
+  float* partials = reinterpret_cast<float*>(shared + layout.partials);
+
+  // This warp's tiles: with one split, tiles warp, warp + 8, ...; with several, one tile and one split. Tiles
+  // of batch rows past m_rows are skipped.
   const int split = g.splits > 1 ? warp / g.tiles : 0;
   int my_tile[kRnnMaxTilesPerWarp];
 #pragma unroll
@@ -203,27 +285,40 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const T* act, std::int64
     int tile = -1;
     if (g.splits > 1) tile = (i == 0 && split < g.splits) ? warp % g.tiles : -1;
     else tile = warp + i * kRnnWarps < g.tiles ? warp + i * kRnnWarps : -1;
-    my_tile[i] = tile;
+    my_tile[i] = tile >= 0 && (tile / n_tiles) * 16 < m_rows ? tile : -1;
   }
   TileAcc<T> acc[kRnnMaxTilesPerWarp];
 #pragma unroll
   for (int i = 0; i < kRnnMaxTilesPerWarp; ++i) acc[i].zero();
 
-  auto act_row = [&](int m) -> std::int64_t { return m0 + m < active ? m0 + m : -1; };
-  for (int k0 = 0; k0 < g.k_pad; k0 += g.k_chunk) {
+  auto act_row = [&](int m) -> std::int64_t { return m < rows_here ? m : -1; };
+  auto stage = [&](int k0, int b) {
     const int cols = g.k_pad - k0 < g.k_chunk ? g.k_pad - k0 : g.k_chunk;
-    stage_rows<T, true>(a_shared, a_ld, kRnnMChunk, cols, act, act_ld, k0, g.k, act_vec, act_row);
-    if constexpr (!kResident) stage_rows<T, false>(w_shared, w_ld, g.rows_pad, cols, w, g.k, k0, g.k, w_vec, w_row_of);
+    stage_rows<T, true>(act_buffer(b), a_ld, m_rows, cols, act, act_ld, k0, g.k, act_vec, act_row);
+    if constexpr (!kResident) stage_rows<T, false>(w_buffer(b), w_ld, g.rows_pad, cols, w, g.k, k0, g.k, w_vec, w_row_of);
+    cp_async_commit();
+  };
+  const int chunks = (g.k_pad + g.k_chunk - 1) / g.k_chunk;
+  stage(0, 0);
+  for (int c = 0; c < chunks; ++c) {
+    const int k0 = c * g.k_chunk;
+    if (c + 1 < chunks) {
+      stage(k0 + g.k_chunk, (c + 1) & 1);  // overwrites the buffer chunk c - 1 used: read before the last barrier
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
     __syncthreads();
-    const T* w_cols = kResident ? w_shared + k0 : w_shared;
-    // k-steps of this split: global step index = split (mod splits).
-    const int first_step = ((split - (k0 / 16) % g.splits) + g.splits) % g.splits;
+    const int cols = g.k_pad - k0 < g.k_chunk ? g.k_pad - k0 : g.k_chunk;
+    const T* a_chunk = act_buffer(c & 1);
+    const T* w_chunk = kResident ? w_buffer(0) + k0 : w_buffer(c & 1);
+    // The split's k-steps: global step index = split (mod splits); chunks start at multiples of splits steps.
+    const int first = ((split - (k0 / 16) % g.splits) + g.splits) % g.splits * 16;
 #pragma unroll
     for (int i = 0; i < kRnnMaxTilesPerWarp; ++i) {
       if (my_tile[i] < 0) continue;
       const int mt = my_tile[i] / n_tiles, nt = my_tile[i] % n_tiles;
-      for (int kk = first_step * 16; kk < cols; kk += 16 * g.splits)
-        acc[i].mma(a_shared + mt * 16 * a_ld + kk, a_ld, w_cols + nt * 16 * w_ld + kk, w_ld);
+      acc[i].add_steps(a_chunk + mt * 16 * a_ld, a_ld, w_chunk + nt * 16 * w_ld, w_ld, first, cols, 16 * g.splits);
     }
     __syncthreads();
   }
@@ -276,9 +371,7 @@ __device__ void gates_phase(const KernelParams<T>& p, unsigned char* shared, int
   const int units = p.units;
   const std::int64_t H = a.hidden, S = a.state, G = a.gates;
   const std::int64_t u0 = static_cast<std::int64_t>(slice) * units;
-  T* w_shared = reinterpret_cast<T*>(shared + p.shared.gate_weights);
-  T* a_shared = reinterpret_cast<T*>(shared + p.shared.activations);
-  float* partials = reinterpret_cast<float*>(shared + p.shared.partials);
+  const float* partials = reinterpret_cast<const float*>(shared + p.shared.partials);
   const T* h_cur = state_h(a, d, t & 1);
   T* h_next = state_h(a, d, (t + 1) & 1);
   float* c = a.c + static_cast<std::int64_t>(d) * a.batch * H;
@@ -293,9 +386,17 @@ __device__ void gates_phase(const KernelParams<T>& p, unsigned char* shared, int
   };
 
   for (std::int64_t m0 = 0; m0 < active; m0 += kRnnMChunk) {
-    chunk_product<T, kResident>(g, h_cur, S, p.vec_h, m0, active, a.w_hh[d], p.vec_w_hh, w_row, w_shared, a_shared,
-                                partials);
     const int rows_here = active - m0 < kRnnMChunk ? static_cast<int>(active - m0) : kRnnMChunk;
+    // The input projections of these rows come from a GEMM over every token (far too large for L2): start
+    // their DRAM reads now, so that the epilogue finds them in L2 after the product.
+    for (int idx = threadIdx.x; idx < rows_here * units; idx += blockDim.x) {
+      const int m = idx / units, u = idx - m * units;
+      const std::int64_t row = u0 + u < H ? token_row(a, m0 + m, t, d) : -1;
+      if (row < 0) continue;
+      for (int gate = 0; gate < G; ++gate) prefetch_l2(a.xproj + row * x_ld + (d * G + gate) * H + u0 + u);
+    }
+    chunk_product<T, kResident>(g, p.shared, shared, p.shared.gate_weights, h_cur + m0 * S, S, p.vec_h, rows_here,
+                                a.w_hh[d], p.vec_w_hh, w_row);
     for (int idx = threadIdx.x; idx < rows_here * units; idx += blockDim.x) {
       const int m = idx / units, u = idx - m * units;
       const std::int64_t unit = u0 + u;
@@ -353,18 +454,16 @@ __device__ void proj_phase(const KernelParams<T>& p, unsigned char* shared, int 
   const int rows = p.proj_units;
   const std::int64_t H = a.hidden, P = a.proj;
   const std::int64_t p0 = static_cast<std::int64_t>(slice) * rows;
-  T* w_shared = reinterpret_cast<T*>(shared + (kResident ? p.shared.proj_weights : p.shared.gate_weights));
-  T* a_shared = reinterpret_cast<T*>(shared + p.shared.activations);
-  float* partials = reinterpret_cast<float*>(shared + p.shared.partials);
+  const float* partials = reinterpret_cast<const float*>(shared + p.shared.partials);
   const T* r = a.r + static_cast<std::int64_t>(d) * a.batch * H;
   T* h_next = state_h(a, d, (t + 1) & 1);
   const std::int64_t out_ld = a.dirs * P;
   auto w_row = [&](int q) -> std::int64_t { return q < rows && p0 + q < P ? p0 + q : -1; };
 
   for (std::int64_t m0 = 0; m0 < active; m0 += kRnnMChunk) {
-    chunk_product<T, kResident>(g, r, H, p.vec_r, m0, active, a.w_hr[d], p.vec_w_hr, w_row, w_shared, a_shared,
-                                partials);
     const int rows_here = active - m0 < kRnnMChunk ? static_cast<int>(active - m0) : kRnnMChunk;
+    chunk_product<T, kResident>(g, p.shared, shared, kResident ? p.shared.proj_weights : p.shared.gate_weights,
+                                r + m0 * H, H, p.vec_r, rows_here, a.w_hr[d], p.vec_w_hr, w_row);
     for (int idx = threadIdx.x; idx < rows_here * rows; idx += blockDim.x) {
       const int m = idx / rows, q = idx - m * rows;
       const std::int64_t j = m0 + m;

@@ -2,12 +2,13 @@
 // same way on the host (launch configuration) and on the device (carving the dynamic shared memory).
 //
 // A block owns `rows` rows of a weight matrix W [*, k] (its slice of W_hh's gate rows, or of W_hr). Per step it
-// computes C[m][q] = sum_k A[m][k] * W[q][k] for the active batch rows m, kMChunk rows at a time, with A (the
-// previous hidden state) staged through shared memory in chunks of k_chunk columns. The 16 x 16 output tiles
-// of a chunk are spread over the warps; when there are fewer tiles than warps, the k-steps (16 columns each)
-// are split over `splits` warps per tile by k-step index modulo splits, and the partial tiles are added in
-// split order. The split depends only on the shapes, so every output's summation order is fixed: results do
-// not depend on the batch size or on where a sequence sits in the batch.
+// computes C[m][q] = sum_k A[m][k] * W[q][k] for the active batch rows m, kRnnMChunk rows at a time, with A (the
+// previous hidden state) staged through shared memory in chunks of k_chunk columns, two buffers deep (the next
+// chunk loads while this one is multiplied). The 16 x 16 output tiles of a chunk are spread over the warps;
+// when there are fewer tiles than warps, the k-steps (16 columns each) are split over `splits` warps per tile
+// by k-step index modulo splits, and the partial tiles are added in split order. The split depends only on the
+// shapes, so every output's summation order is fixed: results do not depend on the batch size or on where a
+// sequence sits in the batch.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +22,7 @@ namespace detail {
 constexpr int kRnnThreads = 256;
 constexpr int kRnnWarps = kRnnThreads / 32;
 constexpr int kRnnMChunk = 32;           // batch rows per pass (two 16-row tiles)
-constexpr int kRnnKChunk = 256;          // activation columns staged at once
+constexpr int kRnnKChunkBytes = 512;     // bytes of a row staged at once: 256 half / bfloat16 or 128 float columns
 constexpr int kRnnMaxTilesPerWarp = 4;   // accumulator tiles one warp holds
 constexpr int kRnnSkewBytes = 16;        // row padding of shared tiles: conflict-free 16-byte accesses
 
@@ -32,18 +33,19 @@ struct RnnGemmGeometry {
   int rows_pad = 0;  // rounded up to a tile (16)
   int k = 0;         // dot-product length
   int k_pad = 0;     // rounded up to a k-step (16)
-  int k_chunk = 0;   // activation columns per staging pass (multiple of 16)
+  int k_chunk = 0;   // columns per staging pass (multiple of 16)
   int tiles = 0;     // 16 x 16 output tiles per pass: (kRnnMChunk / 16) * (rows_pad / 16)
   int splits = 1;    // warps sharing one tile's k-steps
 };
 
-RAGGED_HOST_DEVICE RnnGemmGeometry make_rnn_gemm_geometry(std::int64_t rows, std::int64_t k) {
+RAGGED_HOST_DEVICE RnnGemmGeometry make_rnn_gemm_geometry(std::int64_t rows, std::int64_t k, int elem_bytes) {
   RnnGemmGeometry g;
   g.rows = static_cast<int>(rows);
   g.rows_pad = static_cast<int>(rnn_round_up(rows < 1 ? 1 : rows, 16));
   g.k = static_cast<int>(k);
   g.k_pad = static_cast<int>(rnn_round_up(k < 1 ? 1 : k, 16));
-  g.k_chunk = g.k_pad < kRnnKChunk ? g.k_pad : kRnnKChunk;
+  const int chunk = kRnnKChunkBytes / elem_bytes;
+  g.k_chunk = g.k_pad < chunk ? g.k_pad : chunk;
   g.tiles = (kRnnMChunk / 16) * (g.rows_pad / 16);
   g.splits = g.tiles >= kRnnWarps ? 1 : kRnnWarps / g.tiles;
   return g;
@@ -57,12 +59,15 @@ RAGGED_HOST_DEVICE bool rnn_gemm_fits_warps(const RnnGemmGeometry& g) {
 // Leading dimension (elements) of a shared tile row holding `cols` columns of `elem_bytes` elements.
 RAGGED_HOST_DEVICE int rnn_shared_ld(int cols, int elem_bytes) { return cols + kRnnSkewBytes / elem_bytes; }
 
-// Byte offsets of the pieces of a block's dynamic shared memory (each 128-byte aligned).
+// Byte offsets of the pieces of a block's dynamic shared memory (each 128-byte aligned). Staged operands have
+// two buffers, `*_buffer` bytes apart.
 struct RnnSharedLayout {
-  std::size_t gate_weights = 0;  // resident: [gate.rows_pad][ld(gate.k_pad)], streamed: [gate.rows_pad][ld(k_chunk)]
-  std::size_t proj_weights = 0;  // resident with a projection: [proj.rows_pad][ld(proj.k_pad)]
-  std::size_t activations = 0;   // [kRnnMChunk][ld(max k_chunk)]
-  std::size_t partials = 0;      // float [max splits][kRnnMChunk][max rows_pad + 4]
+  std::size_t gate_weights = 0;   // resident: [gate.rows_pad][ld(gate.k_pad)], streamed: 2 x [gate.rows_pad][ld(k_chunk)]
+  std::size_t weight_buffer = 0;  // streamed: bytes from one weight buffer to the next
+  std::size_t proj_weights = 0;   // resident with a projection: [proj.rows_pad][ld(proj.k_pad)]
+  std::size_t activations = 0;    // 2 x [kRnnMChunk][ld(max k_chunk)]
+  std::size_t activation_buffer = 0;
+  std::size_t partials = 0;       // float [max splits][kRnnMChunk][max rows_pad + 4]
   std::size_t total = 0;
 };
 
@@ -73,9 +78,14 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
                                                           bool has_proj, bool resident, int elem_bytes) {
   RnnSharedLayout s;
   std::size_t at = 0;
-  const int gate_cols = resident ? gate.k_pad : gate.k_chunk;
   s.gate_weights = at;
-  at = rnn_align128(at + static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate_cols, elem_bytes) * elem_bytes);
+  if (resident) {
+    at = rnn_align128(at + static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate.k_pad, elem_bytes) * elem_bytes);
+  } else {
+    s.weight_buffer =
+        rnn_align128(static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate.k_chunk, elem_bytes) * elem_bytes);
+    at += 2 * s.weight_buffer;
+  }
   s.proj_weights = at;
   if (has_proj && resident)
     at = rnn_align128(at + static_cast<std::size_t>(proj.rows_pad) * rnn_shared_ld(proj.k_pad, elem_bytes) * elem_bytes);
@@ -86,7 +96,8 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
     splits = proj.splits > splits ? proj.splits : splits;
   }
   s.activations = at;
-  at = rnn_align128(at + static_cast<std::size_t>(kRnnMChunk) * rnn_shared_ld(k_chunk, elem_bytes) * elem_bytes);
+  s.activation_buffer = rnn_align128(static_cast<std::size_t>(kRnnMChunk) * rnn_shared_ld(k_chunk, elem_bytes) * elem_bytes);
+  at += 2 * s.activation_buffer;
   s.partials = at;
   at = rnn_align128(at + static_cast<std::size_t>(splits) * kRnnMChunk * (rows_pad + 4) * sizeof(float));
   s.total = at;

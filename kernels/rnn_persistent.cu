@@ -41,6 +41,8 @@ __global__ void __launch_bounds__(kRnnThreads, 1) rnn_persistent_kernel(const __
                            rnn_shared_ld(p.proj.k_pad, sizeof(T)), p.proj.rows_pad, p.proj.k_pad, a.w_hr[d],
                            a.hidden, 0, p.proj.k, p.vec_w_hr, proj_row);
     }
+    cp_async_commit();
+    cp_async_wait<0>();
     __syncthreads();
   }
 
@@ -87,8 +89,8 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
     previous_slices = slices;
     const std::int64_t blocks = dirs * slices;
     const std::int64_t proj_units = proj > 0 ? (proj + slices - 1) / slices : 0;
-    const RnnGemmGeometry gate = make_rnn_gemm_geometry(gates * units, state);
-    const RnnGemmGeometry projection = make_rnn_gemm_geometry(proj_units, hidden);
+    const RnnGemmGeometry gate = make_rnn_gemm_geometry(gates * units, state, sizeof(T));
+    const RnnGemmGeometry projection = make_rnn_gemm_geometry(proj_units, hidden, sizeof(T));
     if (!rnn_gemm_fits_warps(gate) || (proj > 0 && !rnn_gemm_fits_warps(projection))) return Status::kSuccess;
     const RnnSharedLayout shared = make_rnn_shared_layout(gate, projection, proj > 0, true, sizeof(T));
     s = rnn::set_shared_limit(kernel, shared.total, "rnn_persistent_kernel");
@@ -118,8 +120,8 @@ Status launch_rnn_persistent(const RnnRecurrenceArgs<T>& args, const RnnPersiste
   p.units = plan.units;
   p.slices = plan.slices;
   p.proj_units = plan.proj_units;
-  p.gate = make_rnn_gemm_geometry(args.gates * plan.units, args.state);
-  p.proj = make_rnn_gemm_geometry(plan.proj_units, args.hidden);
+  p.gate = make_rnn_gemm_geometry(args.gates * plan.units, args.state, sizeof(T));
+  p.proj = make_rnn_gemm_geometry(plan.proj_units, args.hidden, sizeof(T));
   p.shared = make_rnn_shared_layout(p.gate, p.proj, args.proj > 0, true, sizeof(T));
   rnn::fill_vector_flags(p);
   const void* kernel = reinterpret_cast<const void*>(&rnn::rnn_persistent_kernel<T>);

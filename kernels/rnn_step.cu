@@ -50,7 +50,7 @@ Status launch_per_step(const RnnRecurrenceArgs<T>& a, cudaStream_t stream) {
   gates.a = a;
   gates.units = static_cast<int>(units);
   gates.slices = static_cast<int>((a.hidden + units - 1) / units);
-  gates.gate = make_rnn_gemm_geometry(a.gates * units, a.state);
+  gates.gate = make_rnn_gemm_geometry(a.gates * units, a.state, sizeof(T));
   gates.shared = make_rnn_shared_layout(gates.gate, gates.gate, false, false, sizeof(T));
   fill_vector_flags(gates);
   s = set_shared_limit(reinterpret_cast<const void*>(&rnn_gates_step_kernel<T>), gates.shared.total,
@@ -62,7 +62,7 @@ Status launch_per_step(const RnnRecurrenceArgs<T>& a, cudaStream_t stream) {
   if (has_proj) {
     proj.proj_units = kProjRowsPerBlock;
     proj.slices = static_cast<int>((a.proj + kProjRowsPerBlock - 1) / kProjRowsPerBlock);
-    proj.proj = make_rnn_gemm_geometry(kProjRowsPerBlock, a.hidden);
+    proj.proj = make_rnn_gemm_geometry(kProjRowsPerBlock, a.hidden, sizeof(T));
     proj.shared = make_rnn_shared_layout(proj.proj, proj.proj, false, false, sizeof(T));
     s = set_shared_limit(reinterpret_cast<const void*>(&rnn_proj_step_kernel<T>), proj.shared.total,
                             "rnn_proj_step_kernel");

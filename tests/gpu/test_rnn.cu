@@ -321,8 +321,12 @@ TEMPLATE_TEST_CASE("rnn_forward with hidden sizes that need several blocks, k ch
   auto rng = test::make_rng(500);
   const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
   const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
-  // H = 300: 304 padded columns (two 256-column chunks); 70 sequences: three 32-row batch chunks.
-  const RnnDesc desc = make_desc(mode, 20, 300, 0, 1, true);
+  // Staged in chunks of 512 bytes of a row (256 half or 128 float columns), two buffers deep. H = 300: 304
+  // padded columns, rows of 600 bytes in half (element-wise staging) and 1200 in float (cp.async); H = 264:
+  // 272 columns, 16-byte rows in both, a last chunk of one k-step. 70 sequences: three 32-row batch chunks,
+  // the last one of 6 rows (one m16 tile of two).
+  const std::int64_t hidden = GENERATE(300, 264);
+  const RnnDesc desc = make_desc(mode, 20, hidden, 0, 1, true);
   Model<T> model(desc, rng);
   std::vector<std::int64_t> lengths(70);
   std::uniform_int_distribution<std::int64_t> len(0, 6);
