@@ -92,76 +92,92 @@ inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // ---------------------------------------------------------------------------------------------------------------
-// One warp's 16 x 16 float accumulator tile: C += A (16 rows x 16 k) * W^T (16 weight rows x 16 k) for the
-// warp's k-steps of a staged chunk: steps first, first + stride, ... below cols (columns of the chunk).
+// One warp's accumulators for one n-tile: C[m][n] += A[m][k] * W[n][k] for the 16 weight rows n of the tile and
+// the chunk's batch rows m (m-tile 0, and m-tile 1 when two_m), over the warp's k-steps of a staged chunk: steps
+// first, first + stride, ... below cols (columns of the chunk).
 
 // half / bfloat16: tensor cores (ldmatrix + mma.sync m16n8k16, mma_sync.cuh). A row-major [m][k] tile is the A
 // fragment and a row-major [n][k] weight tile the B fragment, both with a plain ldmatrix.x4: the A matrices are
 // (rows 0-7 | 8-15) x (k 0-7 | 8-15) in the order a0..a3, the W matrices (n 0-7, k 0-7), (n 0-7, k 8-15),
 // (n 8-15, k 0-7), (n 8-15, k 8-15), i.e. b0, b1 of the first 8 columns of C and then of the last 8.
-// The warp's k-steps alternate between two accumulator sets (two independent mma chains per n-half instead of
-// one, since consecutive mma on one accumulator wait for each other), added at the end: set = (global k-step /
-// splits) % 2, fixed by the shapes like everything else in the summation order.
+// The warp's k-steps alternate between two accumulator sets (two independent mma chains per output fragment
+// instead of one, since consecutive mma on one accumulator wait for each other), added at the end: set =
+// (global k-step / splits) % 2, fixed by the shapes like everything else in the summation order.
 template <typename T>
 struct TileAcc {
-  float c[2][2][4];  // [set][n half][C fragment]
+  float c[2][2][2][4];  // [m-tile][set][n half][C fragment]
   __device__ __forceinline__ void zero() {
 #pragma unroll
-    for (int s = 0; s < 2; ++s)
+    for (int m = 0; m < 2; ++m)
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+      for (int s = 0; s < 2; ++s)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) c[s][h][i] = 0.0f;
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) c[m][s][h][i] = 0.0f;
+  }
+  template <int kSet>
+  __device__ __forceinline__ void multiply(int m, const unsigned (&a)[4], const unsigned (&w)[4]) {
+    mma_16816<T>(c[m][kSet][0], a, w[0], w[1]);
+    mma_16816<T>(c[m][kSet][1], a, w[2], w[3]);
   }
   // `first` must be the warp's first step in a chunk that starts at an even multiple of `stride` (see
   // kRnnKChunkBytes), so that the parity of a step within the chunk is its global set. Both steps' fragments
-  // are loaded before either multiplies, so the second pair of ldmatrix overlaps the first.
-  __device__ __forceinline__ void add_steps(const T* a_tile, int a_ld, const T* w_tile, int w_ld, int first, int cols,
-                                            int stride) {
+  // are loaded before any multiplies, so the ldmatrix of the second step overlap the first.
+  __device__ __forceinline__ void add_steps(const T* a_chunk, int a_ld, bool two_m, const T* w_tile, int w_ld,
+                                            int first, int cols, int stride) {
     const int lane = threadIdx.x & 31;
-    const unsigned a = smem_address(a_tile + ((lane & 7) + ((lane >> 3) & 1) * 8) * a_ld + (lane >> 4) * 8);
-    const unsigned w = smem_address(w_tile + ((lane & 7) + (lane >> 4) * 8) * w_ld + ((lane >> 3) & 1) * 8);
     constexpr unsigned kBytes = sizeof(T);
+    const unsigned a0 = smem_address(a_chunk + ((lane & 7) + ((lane >> 3) & 1) * 8) * a_ld + (lane >> 4) * 8);
+    const unsigned a1 = a0 + 16 * a_ld * kBytes;
+    const unsigned w = smem_address(w_tile + ((lane & 7) + (lane >> 4) * 8) * w_ld + ((lane >> 3) & 1) * 8);
     for (int kk = first; kk < cols; kk += 2 * stride) {
       const bool second = kk + stride < cols;
-      unsigned a0[4], w0[4], a1[4], w1[4];
-      ldmatrix_x4(a0, a + kk * kBytes);
-      ldmatrix_x4(w0, w + kk * kBytes);
+      const unsigned at = kk * kBytes, next = (kk + stride) * kBytes;
+      unsigned w0[4], x0[4], y0[4], w1[4], x1[4], y1[4];  // x: m-tile 0, y: m-tile 1; 0 / 1: the two steps
+      ldmatrix_x4(w0, w + at);
+      ldmatrix_x4(x0, a0 + at);
+      if (two_m) ldmatrix_x4(y0, a1 + at);
       if (second) {
-        ldmatrix_x4(a1, a + (kk + stride) * kBytes);
-        ldmatrix_x4(w1, w + (kk + stride) * kBytes);
+        ldmatrix_x4(w1, w + next);
+        ldmatrix_x4(x1, a0 + next);
+        if (two_m) ldmatrix_x4(y1, a1 + next);
       }
-      mma_16816<T>(c[0][0], a0, w0[0], w0[1]);
-      mma_16816<T>(c[0][1], a0, w0[2], w0[3]);
+      multiply<0>(0, x0, w0);
+      if (two_m) multiply<0>(1, y0, w0);
       if (second) {
-        mma_16816<T>(c[1][0], a1, w1[0], w1[1]);
-        mma_16816<T>(c[1][1], a1, w1[2], w1[3]);
+        multiply<1>(0, x1, w1);
+        if (two_m) multiply<1>(1, y1, w1);
       }
     }
   }
-  __device__ __forceinline__ void store(float* out, int ldc) const {
+  // Tile m of the n-tile into out[16][ldc] (the two sets added).
+  __device__ __forceinline__ void store(int m, float* out, int ldc) const {
     const int lane = threadIdx.x & 31;
     const int g = lane >> 2, col = 2 * (lane & 3);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       *reinterpret_cast<float2*>(out + g * ldc + h * 8 + col) =
-          make_float2(c[0][h][0] + c[1][h][0], c[0][h][1] + c[1][h][1]);
+          make_float2(c[m][0][h][0] + c[m][1][h][0], c[m][0][h][1] + c[m][1][h][1]);
       *reinterpret_cast<float2*>(out + (g + 8) * ldc + h * 8 + col) =
-          make_float2(c[0][h][2] + c[1][h][2], c[0][h][3] + c[1][h][3]);
+          make_float2(c[m][0][h][2] + c[m][1][h][2], c[m][0][h][3] + c[m][1][h][3]);
     }
   }
 };
 
-// float: lane (n = lane % 16, half = lane / 16) owns column n of rows half * 8 .. half * 8 + 7, and adds the
-// products in k order (TF32 is never used). 16-byte shared loads: the 8 lanes of a phase read 8 W rows
-// (distinct banks thanks to the row skew) and one broadcast A row.
+// float: lane (n = lane % 16, half = lane / 16) owns column n of rows half * 8 .. half * 8 + 7 of each m-tile,
+// and adds the products in k order (TF32 is never used). 16-byte shared loads: the 8 lanes of a phase read 8 W
+// rows (distinct banks thanks to the row skew) and one broadcast A row; each W vector feeds both m-tiles.
 template <>
 struct TileAcc<float> {
-  float v[8];
+  float v[2][8];
   __device__ __forceinline__ void zero() {
 #pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = 0.0f;
+    for (int m = 0; m < 2; ++m)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[m][i] = 0.0f;
   }
+  template <int kTiles>
   __device__ __forceinline__ void step(const float* a, int lda, const float* w, int ldw) {
     const int lane = threadIdx.x & 31;
     const int n = lane & 15, row0 = (lane >> 4) * 8;
@@ -169,24 +185,30 @@ struct TileAcc<float> {
     for (int kk = 0; kk < 16; kk += 4) {
       const float4 wv = *reinterpret_cast<const float4*>(w + n * ldw + kk);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const float4 av = *reinterpret_cast<const float4*>(a + (row0 + i) * lda + kk);
-        v[i] = fmaf(av.x, wv.x, v[i]);
-        v[i] = fmaf(av.y, wv.y, v[i]);
-        v[i] = fmaf(av.z, wv.z, v[i]);
-        v[i] = fmaf(av.w, wv.w, v[i]);
-      }
+      for (int m = 0; m < kTiles; ++m)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const float4 av = *reinterpret_cast<const float4*>(a + (m * 16 + row0 + i) * lda + kk);
+          v[m][i] = fmaf(av.x, wv.x, v[m][i]);
+          v[m][i] = fmaf(av.y, wv.y, v[m][i]);
+          v[m][i] = fmaf(av.z, wv.z, v[m][i]);
+          v[m][i] = fmaf(av.w, wv.w, v[m][i]);
+        }
     }
   }
-  __device__ __forceinline__ void add_steps(const float* a_tile, int a_ld, const float* w_tile, int w_ld, int first,
-                                            int cols, int stride) {
-    for (int kk = first; kk < cols; kk += stride) step(a_tile + kk, a_ld, w_tile + kk, w_ld);
+  __device__ __forceinline__ void add_steps(const float* a_chunk, int a_ld, bool two_m, const float* w_tile, int w_ld,
+                                            int first, int cols, int stride) {
+    if (two_m) {
+      for (int kk = first; kk < cols; kk += stride) step<2>(a_chunk + kk, a_ld, w_tile + kk, w_ld);
+    } else {
+      for (int kk = first; kk < cols; kk += stride) step<1>(a_chunk + kk, a_ld, w_tile + kk, w_ld);
+    }
   }
-  __device__ __forceinline__ void store(float* c, int ldc) const {
+  __device__ __forceinline__ void store(int m, float* c, int ldc) const {
     const int lane = threadIdx.x & 31;
     const int n = lane & 15, row0 = (lane >> 4) * 8;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) c[(row0 + i) * ldc + n] = v[i];
+    for (int i = 0; i < 8; ++i) c[(row0 + i) * ldc + n] = v[m][i];
   }
 };
 
@@ -269,27 +291,27 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
   const int w_ld = rnn_shared_ld(kResident ? g.k_pad : g.k_chunk, sizeof(T));
   const int a_ld = rnn_shared_ld(g.k_chunk, sizeof(T));
   const int m_rows = (rows_here + 15) / 16 * 16;
-  const int n_tiles = g.rows_pad / 16;
   auto act_buffer = [&](int b) { return reinterpret_cast<T*>(shared + layout.activations + b * layout.activation_buffer); };
   auto w_buffer = [&](int b) {
     return reinterpret_cast<T*>(shared + weights_at + (kResident ? 0 : b * layout.weight_buffer));
   };
   float* partials = reinterpret_cast<float*>(shared + layout.partials);
 
-  // This warp's tiles: with one split, tiles warp, warp + 8, ...; with several, one tile and one split. Tiles
-  // of batch rows past m_rows are skipped.
-  const int split = g.splits > 1 ? warp / g.tiles : 0;
-  int my_tile[kRnnMaxTilesPerWarp];
+  // This warp's n-tiles: with one split, n-tiles warp and warp + 8; with several, n-tile warp % n_tiles and
+  // split warp / n_tiles (warps past n_tiles * splits idle). The second m-tile only when rows_here > 16.
+  const int split = g.splits > 1 ? warp / g.n_tiles : 0;
+  int my_tile[kRnnMaxNTilesPerWarp];
 #pragma unroll
-  for (int i = 0; i < kRnnMaxTilesPerWarp; ++i) {
+  for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) {
     int tile = -1;
-    if (g.splits > 1) tile = (i == 0 && split < g.splits) ? warp % g.tiles : -1;
-    else tile = warp + i * kRnnWarps < g.tiles ? warp + i * kRnnWarps : -1;
-    my_tile[i] = tile >= 0 && (tile / n_tiles) * 16 < m_rows ? tile : -1;
+    if (g.splits > 1) tile = (i == 0 && split < g.splits) ? warp % g.n_tiles : -1;
+    else tile = warp + i * kRnnWarps < g.n_tiles ? warp + i * kRnnWarps : -1;
+    my_tile[i] = tile;
   }
-  TileAcc<T> acc[kRnnMaxTilesPerWarp];
+  const bool two_m = rows_here > 16;
+  TileAcc<T> acc[kRnnMaxNTilesPerWarp];
 #pragma unroll
-  for (int i = 0; i < kRnnMaxTilesPerWarp; ++i) acc[i].zero();
+  for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) acc[i].zero();
 
   auto act_row = [&](int m) -> std::int64_t { return m < rows_here ? m : -1; };
   auto stage = [&](int k0, int b) {
@@ -315,19 +337,18 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
     // The split's k-steps: global step index = split (mod splits); chunks start at multiples of splits steps.
     const int first = ((split - (k0 / 16) % g.splits) + g.splits) % g.splits * 16;
 #pragma unroll
-    for (int i = 0; i < kRnnMaxTilesPerWarp; ++i) {
+    for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) {
       if (my_tile[i] < 0) continue;
-      const int mt = my_tile[i] / n_tiles, nt = my_tile[i] % n_tiles;
-      acc[i].add_steps(a_chunk + mt * 16 * a_ld, a_ld, w_chunk + nt * 16 * w_ld, w_ld, first, cols, 16 * g.splits);
+      acc[i].add_steps(a_chunk, a_ld, two_m, w_chunk + my_tile[i] * 16 * w_ld, w_ld, first, cols, 16 * g.splits);
     }
     __syncthreads();
   }
   const int p_ld = g.rows_pad + 4;
 #pragma unroll
-  for (int i = 0; i < kRnnMaxTilesPerWarp; ++i) {
+  for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) {
     if (my_tile[i] < 0) continue;
-    const int mt = my_tile[i] / n_tiles, nt = my_tile[i] % n_tiles;
-    acc[i].store(partials + (split * kRnnMChunk + mt * 16) * p_ld + nt * 16, p_ld);
+    acc[i].store(0, partials + split * kRnnMChunk * p_ld + my_tile[i] * 16, p_ld);
+    if (two_m) acc[i].store(1, partials + (split * kRnnMChunk + 16) * p_ld + my_tile[i] * 16, p_ld);
   }
   __syncthreads();
 }

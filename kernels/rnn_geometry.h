@@ -4,11 +4,12 @@
 // A block owns `rows` rows of a weight matrix W [*, k] (its slice of W_hh's gate rows, or of W_hr). Per step it
 // computes C[m][q] = sum_k A[m][k] * W[q][k] for the active batch rows m, kRnnMChunk rows at a time, with A (the
 // previous hidden state) staged through shared memory in chunks of k_chunk columns, two buffers deep (the next
-// chunk loads while this one is multiplied). The 16 x 16 output tiles of a chunk are spread over the warps;
-// when there are fewer tiles than warps, the k-steps (16 columns each) are split over `splits` warps per tile
-// by k-step index modulo splits, and the partial tiles are added in split order. The split depends only on the
-// shapes, so every output's summation order is fixed: results do not depend on the batch size or on where a
-// sequence sits in the batch.
+// chunk loads while this one is multiplied). The output columns q come in n-tiles of 16, spread over the warps;
+// a warp computes both 16-row m-tiles of its n-tile (the second only when the chunk has more than 16 rows), so
+// each weight fragment it loads feeds two products. When there are fewer n-tiles than warps, the k-steps (16
+// columns each) are split over `splits` warps per n-tile by k-step index modulo splits, and the partial tiles
+// are added in split order. The split depends only on the shapes, never on the batch, so every output's
+// summation order is fixed: results do not depend on the batch size or on where a sequence sits in the batch.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +24,7 @@ constexpr int kRnnThreads = 256;
 constexpr int kRnnWarps = kRnnThreads / 32;
 constexpr int kRnnMChunk = 32;           // batch rows per pass (two 16-row tiles)
 constexpr int kRnnKChunkBytes = 512;     // bytes of a row staged at once: 256 half / bfloat16 or 128 float columns
-constexpr int kRnnMaxTilesPerWarp = 4;   // accumulator tiles one warp holds
+constexpr int kRnnMaxNTilesPerWarp = 2;  // n-tiles one warp holds (each with both m-tiles)
 constexpr int kRnnSkewBytes = 16;        // row padding of shared tiles: conflict-free 16-byte accesses
 
 RAGGED_HOST_DEVICE std::int64_t rnn_round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
@@ -34,8 +35,8 @@ struct RnnGemmGeometry {
   int k = 0;         // dot-product length
   int k_pad = 0;     // rounded up to a k-step (16)
   int k_chunk = 0;   // columns per staging pass (multiple of 16)
-  int tiles = 0;     // 16 x 16 output tiles per pass: (kRnnMChunk / 16) * (rows_pad / 16)
-  int splits = 1;    // warps sharing one tile's k-steps
+  int n_tiles = 0;   // 16-column output tiles: rows_pad / 16
+  int splits = 1;    // warps sharing one n-tile's k-steps
 };
 
 RAGGED_HOST_DEVICE RnnGemmGeometry make_rnn_gemm_geometry(std::int64_t rows, std::int64_t k, int elem_bytes) {
@@ -46,14 +47,14 @@ RAGGED_HOST_DEVICE RnnGemmGeometry make_rnn_gemm_geometry(std::int64_t rows, std
   g.k_pad = static_cast<int>(rnn_round_up(k < 1 ? 1 : k, 16));
   const int chunk = kRnnKChunkBytes / elem_bytes;
   g.k_chunk = g.k_pad < chunk ? g.k_pad : chunk;
-  g.tiles = (kRnnMChunk / 16) * (g.rows_pad / 16);
-  g.splits = g.tiles >= kRnnWarps ? 1 : kRnnWarps / g.tiles;
+  g.n_tiles = g.rows_pad / 16;
+  g.splits = g.n_tiles >= kRnnWarps ? 1 : kRnnWarps / g.n_tiles;
   return g;
 }
 
 // Whether the warps can hold every tile of a pass.
 RAGGED_HOST_DEVICE bool rnn_gemm_fits_warps(const RnnGemmGeometry& g) {
-  return g.tiles <= kRnnWarps * kRnnMaxTilesPerWarp;
+  return g.n_tiles <= kRnnWarps * kRnnMaxNTilesPerWarp;
 }
 
 // Leading dimension (elements) of a shared tile row holding `cols` columns of `elem_bytes` elements.

@@ -323,14 +323,24 @@ TEMPLATE_TEST_CASE("rnn_forward with hidden sizes that need several blocks, k ch
   const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
   // Staged in chunks of 512 bytes of a row (256 half or 128 float columns), two buffers deep. H = 300: 304
   // padded columns, rows of 600 bytes in half (element-wise staging) and 1200 in float (cp.async); H = 264:
-  // 272 columns, 16-byte rows in both, a last chunk of one k-step. 70 sequences: three 32-row batch chunks,
-  // the last one of 6 rows (one m16 tile of two).
+  // 272 columns, 16-byte rows in both, a last chunk of one k-step.
   const std::int64_t hidden = GENERATE(300, 264);
+  // Batch chunks of 32 rows are one or two m16 tiles. Random: 70 sequences of 0..6 tokens (three chunks at the
+  // first step, the last of 6 rows). Boundaries, in shuffled order: 49, 33, 17, 16 and 1 sequences active at
+  // steps 0..4, so chunks of 17 rows (one row in the second tile), 16 (one full tile) and 1.
+  const bool boundaries = GENERATE(false, true);
   const RnnDesc desc = make_desc(mode, 20, hidden, 0, 1, true);
   Model<T> model(desc, rng);
-  std::vector<std::int64_t> lengths(70);
-  std::uniform_int_distribution<std::int64_t> len(0, 6);
-  for (auto& l : lengths) l = len(rng);
+  std::vector<std::int64_t> lengths;
+  if (boundaries) {
+    const std::int64_t count_of_length[] = {0, 16, 16, 1, 15, 1};  // sequences of 1..5 tokens
+    for (std::int64_t l = 1; l <= 5; ++l) lengths.insert(lengths.end(), count_of_length[l], l);
+    std::shuffle(lengths.begin(), lengths.end(), rng);
+  } else {
+    lengths.resize(70);
+    std::uniform_int_distribution<std::int64_t> len(0, 6);
+    for (auto& l : lengths) l = len(rng);
+  }
   Options o;
   o.algo = algo;
   check_against_reference(model, make_inputs<T, std::int32_t>(desc, lengths, rng), o, cublas.handle);
