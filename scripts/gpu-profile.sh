@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# Nsight Compute profiles of the cases docs/gpu-runbook.md names as first suspects, in one device call after
+# scripts/gpu-check.sh (it reuses the build folder, and builds it if missing). Each case runs one benchmark of
+# ragged_bench under ncu, profiling a few launches of the kernels that matter, with the metrics that tell a
+# memory-bound kernel from a latency- or issue-bound one. Run from the repository root:
+#
+#   scripts/gpu-profile.sh OUTDIR
+#
+# Writes:
+#   OUTDIR/profile.md    one row per profiled launch: case, kernel, time, DRAM and L2 traffic, throughput, occupancy,
+#                        issue and tensor activity, plus the metrics the machine's ncu did not know
+#   OUTDIR/profile.csv   ncu's raw CSV of every case, a "case" column added in front
+#   OUTDIR/profile.log   the commands and ncu's console output
+#
+# Environment:
+#   RAGGED_BUILD_DIR         build folder (default: build)
+#   RAGGED_CUDA_ARCHS        CMAKE_CUDA_ARCHITECTURES if a build is needed (default: native)
+#   RAGGED_PROFILE_CASES     case names from the table below (default: all, in the table's order)
+#   RAGGED_PROFILE_TIMEOUT   seconds per case (default: 120)
+#   RAGGED_DEADLINE          seconds the whole profile may take (default: 560); cases that no longer fit are
+#                            listed as not run
+#   RAGGED_PROFILE_DRY_RUN=1 print the commands and check that every case names a benchmark ragged_bench lists;
+#                            runs no benchmark, needs no GPU or ncu (ctest profile_cases runs this)
+set -euo pipefail
+
+if [ $# -ne 1 ]; then
+  echo "usage: $0 OUTDIR" >&2
+  exit 2
+fi
+mkdir -p "$1"
+out=$(cd "$1" && pwd)
+build=${RAGGED_BUILD_DIR:-build}
+archs=${RAGGED_CUDA_ARCHS:-native}
+case_timeout=${RAGGED_PROFILE_TIMEOUT:-120}
+deadline=${RAGGED_DEADLINE:-560}
+dry_run=${RAGGED_PROFILE_DRY_RUN:-0}
+start_time=$(date +%s)
+for dir in "${CUDA_HOME:-}/bin" /usr/local/cuda/bin; do
+  if [ -d "$dir" ] && [[ ":$PATH:" != *":$dir:"* ]]; then PATH="$PATH:$dir"; fi
+done
+export PATH
+
+# name | suite | benchmark (exact name) | ncu kernel filter | launches skipped | launches profiled
+# Skipping the first launches leaves out the benchmark's warm-up and correctness call.
+cases=(
+  "sum_tiny_d1|segment_gpu|segment_sum/ragged/uniform/inner:1/batch:8388608/mean:2/manual_time|regex:segment_reduce|4|2"
+  "sum_one_huge_d1|segment_gpu|segment_sum/ragged/one_huge/inner:1/batch:16/mean:1048576/manual_time|regex:segment_|4|3"
+  "sum_power_law_d64|segment_gpu|segment_sum/ragged/power_law/inner:64/batch:1024/mean:256/manual_time|regex:segment_|4|3"
+  "softmax_power_law_d1|segment_gpu|segment_softmax/ragged/power_law/inner:1/batch:65536/mean:256/manual_time|regex:segment_softmax|6|4"
+  "softmax_bf16_d1024|segment_gpu|segment_softmax/ragged/uniform/inner:1024/batch:128/mean:256/dtype:bf16/manual_time|regex:segment_softmax|6|4"
+  "lstm_bf16_b64_h1024|rnn_gpu|rnn_lstm/ragged/uniform/dtype:bf16/batch:64/hidden:1024/mean:128/manual_time|regex:rnn_persistent|1|1"
+  "lstm_bf16_b16_h256|rnn_gpu|rnn_lstm/ragged/uniform/dtype:bf16/batch:16/hidden:256/mean:128/manual_time|regex:rnn_persistent|1|1"
+  "attention_tile128|attention_gpu|attention/ragged/pad0/long/len:4096/batch:16/heads:16/dim:128/causal:0/tile:128/manual_time|regex:attention_mma|1|1"
+  "attention_tile64|attention_gpu|attention/ragged/pad0/long/len:4096/batch:16/heads:16/dim:128/causal:0/tile:64/manual_time|regex:attention_mma|1|1"
+  "to_padded_d64|convert_gpu|ragged_to_padded/ragged/lognormal/inner:64/batch:1024/mean:256/manual_time|regex:ragged_to_padded|1|1"
+)
+
+# What each number answers (docs/gpu-runbook.md): time; DRAM bytes and % of peak (memory-bound or not); L2 read
+# sectors and hit rate (the RNN's h broadcast, the softmax re-read); achieved occupancy; issue-slot activity and
+# instructions (instruction-bound); tensor-pipe activity (mma kernels); registers per thread.
+metrics=(
+  gpu__time_duration.sum
+  dram__bytes_read.sum
+  dram__bytes_write.sum
+  dram__throughput.avg.pct_of_peak_sustained_elapsed
+  lts__t_sectors_op_read.sum
+  lts__t_sector_hit_rate.pct
+  sm__warps_active.avg.pct_of_peak_sustained_active
+  smsp__issue_active.avg.pct_of_peak_sustained_active
+  sm__inst_executed.sum
+  sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+  launch__registers_per_thread
+  launch__grid_size
+)
+
+log="$out/profile.log"
+: >"$log"
+csv="$out/profile.csv"
+: >"$csv"
+not_run=()
+unknown_metrics=()
+
+left() { echo $((deadline - ($(date +%s) - start_time) - 15)); }
+
+if [ "$dry_run" != "1" ]; then
+  if ! command -v ncu >/dev/null 2>&1; then
+    echo "# ragged GPU profile"$'\n\n'"ncu was not found on PATH or in /usr/local/cuda/bin: nothing profiled." >"$out/profile.md"
+    echo "ncu not found" | tee -a "$log"
+    exit 1
+  fi
+  if [ ! -x "$build/bench/ragged_bench" ]; then
+    configure=(cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CUDA_ARCHITECTURES=$archs")
+    if [ -d .deps/usr ]; then configure+=("-DCMAKE_PREFIX_PATH=$PWD/.deps/usr"); fi
+    { "${configure[@]}" && ninja -C "$build" ragged_bench; } >>"$log" 2>&1
+  fi
+  # A metric this ncu does not know would fail every case: keep the known ones, list the others.
+  known=$(ncu --query-metrics 2>>"$log" | awk '{print $1}' || true)
+  kept=()
+  for metric in "${metrics[@]}"; do
+    if grep -qx "${metric%%.*}" <<<"$known"; then kept+=("$metric"); else unknown_metrics+=("$metric"); fi
+  done
+  metrics=("${kept[@]}")
+fi
+metric_list=$(IFS=,; echo "${metrics[*]}")
+
+listed=""
+if [ "$dry_run" = "1" ]; then
+  listed=$("$build/bench/ragged_bench" --benchmark_list_tests 2>/dev/null) || {
+    echo "cannot list the benchmarks of $build/bench/ragged_bench" >&2
+    exit 1
+  }
+fi
+missing=0
+selected=${RAGGED_PROFILE_CASES:-}
+for entry in "${cases[@]}"; do
+  IFS='|' read -r name suite bench kernels skip count <<<"$entry"
+  if [ -n "$selected" ] && [[ " $selected " != *" $name "* ]]; then continue; fi
+  limit=$(left)
+  if [ "$limit" -lt 20 ]; then
+    not_run+=("$name")
+    continue
+  fi
+  if [ "$limit" -gt "$case_timeout" ]; then limit=$case_timeout; fi
+  command=(ncu --csv --page raw --print-units base --metrics "$metric_list" --kernel-name "$kernels" --launch-skip "$skip"
+           --launch-count "$count" "$build/bench/ragged_bench" "--benchmark_filter=^${bench}\$"
+           --benchmark_min_time=0.01 --benchmark_repetitions=1)
+  echo "== $name (suite $suite, timeout ${limit}s): RAGGED_BENCH_SUITES=$suite ${command[*]}" >>"$log"
+  if [ "$dry_run" = "1" ]; then
+    echo "RAGGED_BENCH_SUITES=$suite timeout $limit ${command[*]}"
+    if ! grep -qxF "$bench" <<<"$listed"; then
+      echo "case $name: ragged_bench has no benchmark $bench" >&2
+      missing=$((missing + 1))
+    fi
+    continue
+  fi
+  rc=0
+  RAGGED_BENCH_SUITES=$suite timeout "$limit" "${command[@]}" >"$out/.case.out" 2>>"$log" || rc=$?
+  # ncu prints its CSV (quoted lines) among the benchmark's own output.
+  grep '^"' "$out/.case.out" | sed "s/^/\"$name\",/" >>"$csv" || true
+  grep -v '^"' "$out/.case.out" >>"$log" || true
+  echo "-> rc=$rc" >>"$log"
+  if [ "$rc" -ne 0 ]; then not_run+=("$name (rc=$rc)"); fi
+done
+rm -f "$out/.case.out"
+if [ "$dry_run" = "1" ]; then exit $((missing > 0)); fi
+
+python3 - "$csv" "$out/profile.md" "${#not_run[@]}" "${not_run[@]}" -- "${unknown_metrics[@]}" <<'PY'
+import csv, sys
+path, md = sys.argv[1], sys.argv[2]
+rest = sys.argv[3:]
+count = int(rest[0])
+not_run = rest[1:1 + count]
+unknown = rest[rest.index("--") + 1:]
+rows, header = [], None
+with open(path, newline="") as f:
+    for record in csv.reader(f):
+        if len(record) < 2:
+            continue
+        if record[1] == "ID":  # ncu's header line (case column added in front); the next line holds units
+            header = record
+            continue
+        if header is None or len(record) != len(header) or not record[1].isdigit():
+            continue
+        rows.append((record[0], dict(zip(header[1:], record[1:]))))
+columns = [
+    ("time us", "gpu__time_duration.sum", 1e-3),
+    ("DRAM read MB", "dram__bytes_read.sum", 1e-6),
+    ("DRAM write MB", "dram__bytes_write.sum", 1e-6),
+    ("DRAM % peak", "dram__throughput.avg.pct_of_peak_sustained_elapsed", 1),
+    ("L2 read MB", "lts__t_sectors_op_read.sum", 32e-6),
+    ("L2 hit %", "lts__t_sector_hit_rate.pct", 1),
+    ("occupancy %", "sm__warps_active.avg.pct_of_peak_sustained_active", 1),
+    ("issue %", "smsp__issue_active.avg.pct_of_peak_sustained_active", 1),
+    ("inst M", "sm__inst_executed.sum", 1e-6),
+    ("tensor %", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", 1),
+    ("regs", "launch__registers_per_thread", 1),
+    ("grid", "launch__grid_size", 1),
+]
+def value(row, key, scale):
+    text = row.get(key, "").replace(",", "")
+    try:
+        return f"{float(text) * scale:.4g}"
+    except ValueError:
+        return "-"
+with open(md, "w") as f:
+    f.write("# ragged GPU profile (ncu)\n\n")
+    f.write("Units: ncu prints base units (--print-units base): ns (shown in us), bytes (MB), L2 sectors of 32 bytes (MB).\n\n")
+    f.write("| case | kernel | " + " | ".join(c[0] for c in columns) + " |\n")
+    f.write("| --- | --- |" + " --- |" * len(columns) + "\n")
+    for case, row in rows:
+        kernel = row.get("Kernel Name", "?").split("(")[0].split("<")[0].split("::")[-1].split(" ")[-1]
+        f.write(f"| {case} | {kernel} | " + " | ".join(value(row, c[1], c[2]) for c in columns) + " |\n")
+    if not rows:
+        f.write("\nNo kernel was profiled: see profile.log.\n")
+    if not_run:
+        f.write("\nNot run or failed: " + ", ".join(not_run) + " (profile.log).\n")
+    if unknown:
+        f.write("\nMetrics this ncu does not know (left out): " + ", ".join(unknown) + ".\n")
+print(f"profile.md: {len(rows)} launches")
+PY
+echo "profile: $out/profile.md ($(($(date +%s) - start_time))s)"
+[ "${#not_run[@]}" -eq 0 ]
