@@ -297,17 +297,11 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
   };
   float* partials = reinterpret_cast<float*>(shared + layout.partials);
 
-  // This warp's n-tiles: with one split, n-tiles warp and warp + 8; with several, n-tile warp % n_tiles and
-  // split warp / n_tiles (warps past n_tiles * splits idle). The second m-tile only when rows_here > 16.
-  const int split = g.splits > 1 ? warp / g.n_tiles : 0;
+  // This warp's n-tiles and split (rnn_geometry.h); the second m-tile only when rows_here > 16.
+  const int split = rnn_warp_split(g, warp);
   int my_tile[kRnnMaxNTilesPerWarp];
 #pragma unroll
-  for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) {
-    int tile = -1;
-    if (g.splits > 1) tile = (i == 0 && split < g.splits) ? warp % g.n_tiles : -1;
-    else tile = warp + i * kRnnWarps < g.n_tiles ? warp + i * kRnnWarps : -1;
-    my_tile[i] = tile;
-  }
+  for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) my_tile[i] = rnn_warp_n_tile(g, warp, i);
   const bool two_m = rows_here > 16;
   TileAcc<T> acc[kRnnMaxNTilesPerWarp];
 #pragma unroll
@@ -315,7 +309,7 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
 
   auto act_row = [&](int m) -> std::int64_t { return m < rows_here ? m : -1; };
   auto stage = [&](int k0, int b) {
-    const int cols = g.k_pad - k0 < g.k_chunk ? g.k_pad - k0 : g.k_chunk;
+    const int cols = rnn_chunk_columns(g, k0);
     stage_rows<T, true>(act_buffer(b), a_ld, m_rows, cols, act, act_ld, k0, g.k, act_vec, act_row);
     if constexpr (!kResident) stage_rows<T, false>(w_buffer(b), w_ld, g.rows_pad, cols, w, g.k, k0, g.k, w_vec, w_row_of);
     cp_async_commit();
@@ -331,11 +325,10 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
       cp_async_wait<0>();
     }
     __syncthreads();
-    const int cols = g.k_pad - k0 < g.k_chunk ? g.k_pad - k0 : g.k_chunk;
+    const int cols = rnn_chunk_columns(g, k0);
     const T* a_chunk = act_buffer(c & 1);
     const T* w_chunk = kResident ? w_buffer(0) + k0 : w_buffer(c & 1);
-    // The split's k-steps: global step index = split (mod splits); chunks start at multiples of splits steps.
-    const int first = ((split - (k0 / 16) % g.splits) + g.splits) % g.splits * 16;
+    const int first = rnn_first_step_column(g, split, k0);
 #pragma unroll
     for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) {
       if (my_tile[i] < 0) continue;

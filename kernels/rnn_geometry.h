@@ -57,6 +57,28 @@ RAGGED_HOST_DEVICE bool rnn_gemm_fits_warps(const RnnGemmGeometry& g) {
   return g.n_tiles <= kRnnWarps * kRnnMaxNTilesPerWarp;
 }
 
+// The warp assignment of a pass (host and device, so that a CPU test can check what the kernel does).
+// Split of `warp`: with several splits, warp / n_tiles (a split >= splits means the warp idles).
+RAGGED_HOST_DEVICE int rnn_warp_split(const RnnGemmGeometry& g, int warp) { return g.splits > 1 ? warp / g.n_tiles : 0; }
+
+// The i-th n-tile of `warp` (i < kRnnMaxNTilesPerWarp), or -1: with one split, n-tiles warp, warp + 8, ...;
+// with several, only n-tile warp % n_tiles.
+RAGGED_HOST_DEVICE int rnn_warp_n_tile(const RnnGemmGeometry& g, int warp, int i) {
+  if (g.splits > 1) return i == 0 && rnn_warp_split(g, warp) < g.splits ? warp % g.n_tiles : -1;
+  return warp + i * kRnnWarps < g.n_tiles ? warp + i * kRnnWarps : -1;
+}
+
+// Column (within a chunk starting at column k0) of the first k-step of `split`: global step index = split
+// (mod splits); the warp then takes every splits-th step of the chunk.
+RAGGED_HOST_DEVICE int rnn_first_step_column(const RnnGemmGeometry& g, int split, int k0) {
+  return ((split - (k0 / 16) % g.splits) + g.splits) % g.splits * 16;
+}
+
+// Columns of the chunk starting at k0.
+RAGGED_HOST_DEVICE int rnn_chunk_columns(const RnnGemmGeometry& g, int k0) {
+  return g.k_pad - k0 < g.k_chunk ? g.k_pad - k0 : g.k_chunk;
+}
+
 // Leading dimension (elements) of a shared tile row holding `cols` columns of `elem_bytes` elements.
 RAGGED_HOST_DEVICE int rnn_shared_ld(int cols, int elem_bytes) { return cols + kRnnSkewBytes / elem_bytes; }
 

@@ -1,0 +1,150 @@
+// The block product of the recurrent kernels (kernels/rnn_geometry.h), on the host: which warp does which
+// k-steps of which n-tile, and the shared-memory layout. The kernels' results are only batch-invariant and
+// complete if every k-step of every n-tile is added exactly once, by a warp chosen from the shapes alone, and
+// the 16-bit path's two accumulator sets rely on each chunk starting at an even multiple of a split's stride.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "../../kernels/rnn_geometry.h"
+
+using ragged::detail::kRnnKChunkBytes;
+using ragged::detail::kRnnMaxNTilesPerWarp;
+using ragged::detail::kRnnMChunk;
+using ragged::detail::kRnnWarps;
+using ragged::detail::make_rnn_gemm_geometry;
+using ragged::detail::make_rnn_shared_layout;
+using ragged::detail::rnn_chunk_columns;
+using ragged::detail::rnn_first_step_column;
+using ragged::detail::rnn_gemm_fits_warps;
+using ragged::detail::rnn_shared_ld;
+using ragged::detail::rnn_warp_n_tile;
+using ragged::detail::rnn_warp_split;
+using ragged::detail::RnnGemmGeometry;
+using ragged::detail::RnnSharedLayout;
+
+TEST_CASE("rnn product: every k-step of every n-tile is added once, in a set fixed by the shapes", "[rnn][geometry]") {
+  const int elem = GENERATE(2, 4);
+  const std::int64_t k = GENERATE(1, 7, 16, 40, 128, 129, 256, 264, 300, 513, 1024, 2000);
+  for (std::int64_t rows = 1; rows <= 256; rows += (rows < 40 ? 1 : 23)) {
+    const RnnGemmGeometry g = make_rnn_gemm_geometry(rows, k, elem);
+    INFO("rows " << rows << " k " << k << " element bytes " << elem);
+    REQUIRE(g.rows_pad % 16 == 0);
+    REQUIRE(g.rows_pad >= rows);
+    REQUIRE(g.k_pad % 16 == 0);
+    REQUIRE(g.k_pad >= k);
+    REQUIRE(g.k_chunk % 16 == 0);
+    REQUIRE(g.k_chunk * elem <= kRnnKChunkBytes);
+    REQUIRE(g.n_tiles == g.rows_pad / 16);
+    REQUIRE(g.splits >= 1);
+    REQUIRE(g.n_tiles * g.splits <= (g.n_tiles >= kRnnWarps ? g.n_tiles : kRnnWarps));
+    REQUIRE(rnn_gemm_fits_warps(g) == (g.n_tiles <= kRnnWarps * kRnnMaxNTilesPerWarp));
+    if (!rnn_gemm_fits_warps(g)) continue;
+
+    const int steps = g.k_pad / 16;
+    // count[n][s]: how often global k-step s of n-tile n is added; set[n][s]: which accumulator set took it.
+    std::vector<std::vector<int>> count(g.n_tiles, std::vector<int>(steps, 0)), set(count);
+    for (int warp = 0; warp < kRnnWarps; ++warp) {
+      const int split = rnn_warp_split(g, warp);
+      for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) {
+        const int n = rnn_warp_n_tile(g, warp, i);
+        if (n < 0) continue;
+        REQUIRE(n < g.n_tiles);
+        REQUIRE(split < g.splits);
+        for (int k0 = 0; k0 < g.k_pad; k0 += g.k_chunk) {
+          const int cols = rnn_chunk_columns(g, k0);
+          const int stride = 16 * g.splits;
+          int j = 0;  // the warp's step index within the chunk: its parity is the set (TileAcc::add_steps)
+          for (int col = rnn_first_step_column(g, split, k0); col < cols; col += stride, ++j) {
+            const int s = (k0 + col) / 16;
+            REQUIRE(s % g.splits == split);
+            ++count[n][s];
+            set[n][s] = j % 2;
+          }
+        }
+      }
+    }
+    for (int n = 0; n < g.n_tiles; ++n)
+      for (int s = 0; s < steps; ++s) {
+        INFO("n-tile " << n << " k-step " << s);
+        REQUIRE(count[n][s] == 1);
+        // The two 16-bit accumulator sets must split the steps by global index, not by chunk-local position.
+        if (elem == 2) REQUIRE(set[n][s] == (s / g.splits) % 2);
+      }
+  }
+}
+
+TEST_CASE("rnn product: the splits depend on the weight rows only, and use every warp they can", "[rnn][geometry]") {
+  for (std::int64_t rows = 1; rows <= 256; ++rows) {
+    const RnnGemmGeometry g = make_rnn_gemm_geometry(rows, 1024, 2);
+    INFO("rows " << rows);
+    if (g.n_tiles >= kRnnWarps) {
+      REQUIRE(g.splits == 1);
+    } else {
+      REQUIRE(g.splits == kRnnWarps / g.n_tiles);
+    }
+    int busy = 0;
+    for (int warp = 0; warp < kRnnWarps; ++warp) busy += rnn_warp_n_tile(g, warp, 0) >= 0;
+    REQUIRE(busy == (g.n_tiles >= kRnnWarps ? kRnnWarps : g.n_tiles * g.splits));
+  }
+}
+
+namespace {
+
+void require_disjoint_aligned(const RnnSharedLayout& s, const RnnGemmGeometry& gate, const RnnGemmGeometry& proj,
+                              bool has_proj, bool resident, int elem) {
+  const std::size_t gate_bytes =
+      resident ? static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate.k_pad, elem) * elem : 2 * s.weight_buffer;
+  REQUIRE(s.gate_weights % 128 == 0);
+  REQUIRE(s.proj_weights % 128 == 0);
+  REQUIRE(s.activations % 128 == 0);
+  REQUIRE(s.activation_buffer % 128 == 0);
+  REQUIRE(s.partials % 128 == 0);
+  REQUIRE(s.gate_weights + gate_bytes <= s.proj_weights);
+  if (!resident) {
+    REQUIRE(s.weight_buffer % 128 == 0);
+    REQUIRE(s.weight_buffer >= static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate.k_chunk, elem) * elem);
+  }
+  if (has_proj && resident)
+    REQUIRE(s.proj_weights + static_cast<std::size_t>(proj.rows_pad) * rnn_shared_ld(proj.k_pad, elem) * elem <=
+            s.activations);
+  const int k_chunk = has_proj && proj.k_chunk > gate.k_chunk ? proj.k_chunk : gate.k_chunk;
+  REQUIRE(s.activation_buffer >= static_cast<std::size_t>(kRnnMChunk) * rnn_shared_ld(k_chunk, elem) * elem);
+  REQUIRE(s.activations + 2 * s.activation_buffer <= s.partials);
+  const int splits = has_proj && proj.splits > gate.splits ? proj.splits : gate.splits;
+  const int rows_pad = has_proj && proj.rows_pad > gate.rows_pad ? proj.rows_pad : gate.rows_pad;
+  REQUIRE(s.partials + static_cast<std::size_t>(splits) * kRnnMChunk * (rows_pad + 4) * sizeof(float) <= s.total);
+}
+
+}  // namespace
+
+TEST_CASE("rnn shared layouts: pieces are aligned and disjoint", "[rnn][geometry]") {
+  const int elem = GENERATE(2, 4);
+  const bool resident = GENERATE(false, true);
+  for (std::int64_t units : {1, 3, 8, 16, 40}) {
+    for (std::int64_t state : {7, 24, 300, 1024}) {
+      const RnnGemmGeometry gate = make_rnn_gemm_geometry(4 * units, state, elem);
+      const RnnGemmGeometry proj = make_rnn_gemm_geometry((state + 7) / 8, 4 * state, elem);
+      for (const bool has_proj : {false, true}) {
+        INFO("units " << units << " state " << state << " proj " << has_proj << " resident " << resident);
+        require_disjoint_aligned(make_rnn_shared_layout(gate, proj, has_proj, resident, elem), gate, proj, has_proj,
+                                 resident, elem);
+      }
+    }
+  }
+}
+
+TEST_CASE("rnn shared layouts: the persistent shapes expected on an H100 fit its 227 KB", "[rnn][geometry]") {
+  // What gpu_test_rnn's "keeps mid-sized recurrent weights on chip" case asks of a 132-SM H100: the fewest
+  // units per block that give every SM at most one block (plan_rnn_persistent starts its search there).
+  constexpr std::size_t kH100OptIn = 227 * 1024;
+  // bfloat16 LSTM, H = 1024, both directions: 16 units per block, 64 gate rows.
+  const RnnGemmGeometry lstm = make_rnn_gemm_geometry(4 * 16, 1024, 2);
+  const RnnSharedLayout lstm_layout = make_rnn_shared_layout(lstm, lstm, false, true, 2);
+  CHECK(lstm_layout.total <= kH100OptIn);
+  // float GRU, H = 1024, one direction: 8 units per block, 24 gate rows.
+  const RnnGemmGeometry gru = make_rnn_gemm_geometry(3 * 8, 1024, 4);
+  const RnnSharedLayout gru_layout = make_rnn_shared_layout(gru, gru, false, true, 4);
+  CHECK(gru_layout.total <= kH100OptIn);
+}
