@@ -398,27 +398,34 @@ __device__ void gates_phase(const KernelParams<T>& p, unsigned char* shared, int
     const int gate = q / units, u = q - gate * units;
     return q < G * units && u0 + u < H ? gate * H + u0 + u : -1;
   };
+  // Epilogue item idx of the chunk at m0: batch row m, unit u0 + u, and the token row it writes (-1: the unit is
+  // past H or the slot has no token at step t); x_of gives that row's input projection of gate 0.
+  auto item_row = [&](std::int64_t m0, int idx, int& m, int& u) -> std::int64_t {
+    m = idx / units;
+    u = idx - m * units;
+    return u0 + u < H ? token_row(a, m0 + m, t, d) : -1;
+  };
+  auto x_of = [&](std::int64_t row, int u) { return a.xproj + row * x_ld + d * G * H + u0 + u; };
 
   for (std::int64_t m0 = 0; m0 < active; m0 += kRnnMChunk) {
     const int rows_here = active - m0 < kRnnMChunk ? static_cast<int>(active - m0) : kRnnMChunk;
     // The input projections of these rows come from a GEMM over every token (far too large for L2): start
     // their DRAM reads now, so that the epilogue finds them in L2 after the product.
     for (int idx = threadIdx.x; idx < rows_here * units; idx += blockDim.x) {
-      const int m = idx / units, u = idx - m * units;
-      const std::int64_t row = u0 + u < H ? token_row(a, m0 + m, t, d) : -1;
+      int m, u;
+      const std::int64_t row = item_row(m0, idx, m, u);
       if (row < 0) continue;
-      for (int gate = 0; gate < G; ++gate) prefetch_l2(a.xproj + row * x_ld + (d * G + gate) * H + u0 + u);
+      for (int gate = 0; gate < G; ++gate) prefetch_l2(x_of(row, u) + gate * H);
     }
     chunk_product<T, kResident>(g, p.shared, shared, p.shared.gate_weights, h_cur + m0 * S, S, p.vec_h, rows_here,
                                 a.w_hh[d], p.vec_w_hh, w_row);
     for (int idx = threadIdx.x; idx < rows_here * units; idx += blockDim.x) {
-      const int m = idx / units, u = idx - m * units;
+      int m, u;
+      const std::int64_t row = item_row(m0, idx, m, u);
+      if (row < 0) continue;
       const std::int64_t unit = u0 + u;
       const std::int64_t j = m0 + m;
-      if (unit >= H) continue;
-      const std::int64_t row = token_row(a, j, t, d);
-      if (row < 0) continue;
-      const float* x = a.xproj + row * x_ld + d * G * H + unit;
+      const float* x = x_of(row, u);
       float in_part[4] = {0.0f, 0.0f, 0.0f, 0.0f}, rec_part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int gate = 0; gate < 4; ++gate) {
