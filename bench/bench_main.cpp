@@ -9,6 +9,9 @@
 //   RAGGED_BENCH_SUITES=segment_gpu,planner ragged_bench
 //                                                  the named suites only (scripts/gpu-check.sh runs one at a time)
 //   ragged_bench --benchmark_list_tests            every benchmark's name, the GPU suites' too, GPU or not
+//
+// Output is flushed after every benchmark, console and --benchmark_out JSON alike, so a run stopped by a time
+// limit keeps what it measured (scripts/gpu-check.sh closes such a truncated JSON file).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
@@ -16,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -41,6 +45,15 @@ void describe_device() {
   benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(props.l2CacheSize));
   benchmark::AddCustomContext("copy_bytes_per_second", std::to_string(copy));
 }
+
+// The JSON file reporter, flushed after each benchmark: the stock one writes its file only as its buffer fills.
+class FlushingJsonReporter : public benchmark::JSONReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    benchmark::JSONReporter::ReportRuns(runs);
+    GetOutputStream().flush();
+  }
+};
 
 bool has_flag(int argc, char** argv, const char* prefix) {
   for (int i = 1; i < argc; ++i)
@@ -117,7 +130,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ragged_bench: %s\n", error.what());
     return 1;
   }
-  benchmark::RunSpecifiedBenchmarks();
+  // The console reporter writes to std::cout; unitbuf flushes it after every write.
+  std::cout << std::unitbuf;
+  const bool json_file = has_flag(argc, argv, "--benchmark_out=") &&
+                         (!has_flag(argc, argv, "--benchmark_out_format=") ||
+                          has_flag(argc, argv, "--benchmark_out_format=json"));
+  if (json_file) {
+    FlushingJsonReporter file_reporter;
+    benchmark::RunSpecifiedBenchmarks(benchmark::CreateDefaultDisplayReporter(), &file_reporter);
+  } else {
+    benchmark::RunSpecifiedBenchmarks();
+  }
   benchmark::Shutdown();
   return 0;
 }

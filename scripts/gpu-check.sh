@@ -178,7 +178,7 @@ if [ "$configure_rc" -eq 0 ]; then
       errors=$(grep -c '"error_occurred": true' "$suite_json/$suite.json" 2>/dev/null || true)
       what="benchmarks $suite (${errors:-0} with errors)"
       if [ "${errors:-0}" -gt 0 ] && [ "$bench_rc" -eq 0 ]; then bench_rc=1; fi
-      if [ "$bench_rc" -eq 124 ]; then what="benchmarks $suite (timed out after ${limit}s: its results are lost)"; fi
+      if [ "$bench_rc" -eq 124 ]; then what="benchmarks $suite (timed out after ${limit}s: the benchmarks it finished are kept)"; fi
       # On a GPU machine the GPU suites must have run.
       if [[ "$suite" == *_gpu ]] && grep -q "No CUDA device found" "$out/bench.log"; then
         what="benchmarks $suite (no CUDA device: skipped)"
@@ -186,27 +186,9 @@ if [ "$configure_rc" -eq 0 ]; then
       fi
       record "$what" "$(verdict "$bench_rc")" "$bench_rc" "bench.json, bench.log"
     done
-    # One bench.json: the first suite's context, every suite's benchmarks (unreadable files are left out).
-    python3 - "$out/bench.json" "$suite_json" $bench_suites <<'PY' >>"$out/bench.log" 2>&1 || true
-import json, os, sys
-out, folder, suites = sys.argv[1], sys.argv[2], sys.argv[3:]
-merged = None
-for suite in suites:
-    path = os.path.join(folder, suite + ".json")
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as error:
-        print(f"bench.json: suite {suite} left out ({error.__class__.__name__})")
-        continue
-    if merged is None:
-        merged = data
-    else:
-        merged["benchmarks"].extend(data.get("benchmarks", []))
-if merged is not None:
-    with open(out, "w") as f:
-        json.dump(merged, f, indent=1)
-PY
+    # One bench.json: the first suite's context, every suite's benchmarks; a suite cut short by its timeout keeps
+    # the benchmarks it finished (ragged_bench flushes its JSON after each one).
+    python3 scripts/merge_bench_json.py "$out/bench.json" "$suite_json" $bench_suites >>"$out/bench.log" 2>&1 || true
     rm -rf "$suite_json"
   fi
 

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# A benchmark run stopped by its time limit keeps what it measured: ragged_bench flushes its JSON after every
+# benchmark and scripts/merge_bench_json.py closes the cut file (what scripts/gpu-check.sh relies on when a suite
+# outruns its timeout on the device). Runs the CPU planner suite, at 0.5 s a benchmark (8 of them), under a 3 s limit.
+#   check_cut_short.sh RAGGED_BENCH WORKDIR     (run from the repository root)
+set -euo pipefail
+bench=$1
+work=$2
+rm -rf "$work" && mkdir -p "$work/suites"
+rc=0
+RAGGED_BENCH_SUITES=planner timeout 3 "$bench" --benchmark_min_time=0.5 \
+  --benchmark_out="$work/suites/planner.json" --benchmark_out_format=json >"$work/bench.log" 2>&1 || rc=$?
+if [ "$rc" -ne 124 ]; then
+  echo "FAIL: expected the run to be stopped by its time limit (exit 124), got exit $rc"
+  exit 1
+fi
+python3 scripts/merge_bench_json.py "$work/bench.json" "$work/suites" planner missing_suite
+python3 - "$work/bench.json" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))
+runs = data["benchmarks"]
+assert runs, "no complete benchmark was kept"
+assert all(r["name"].startswith("plan_batches") and r["real_time"] > 0 for r in runs), runs
+assert data["context"].get("truncated_suites") == "planner", data["context"]
+print(f"ok: {len(runs)} finished benchmark(s) kept from a run cut short")
+PY
