@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "ragged/attention.h"
 #include "ragged/convert.h"
 #include "ragged/offsets.h"
 
@@ -62,6 +63,23 @@ Status with_float_type(DType dtype, const char* op, F&& f) {
 template <typename T, typename OffsetT>
 RaggedView<const T, OffsetT> view_of(const RaggedDesc& d) {
   return {static_cast<const T*>(d.values), static_cast<const OffsetT*>(d.offsets), d.batch, d.nnz, d.inner};
+}
+
+// A HeadsView from run-time strides; a stride of 0 means the dense layout [rows, heads, head_dim].
+template <typename T>
+HeadsView<T> heads_view(T* data, std::int64_t token_stride, std::int64_t head_stride, int heads, int head_dim) {
+  return HeadsView<T>{data, token_stride != 0 ? token_stride : std::int64_t{heads} * head_dim,
+                      head_stride != 0 ? head_stride : std::int64_t{head_dim}};
+}
+
+template <typename OffsetT>
+SequenceLayout<OffsetT> layout_of(const SequenceDesc& s) {
+  SequenceLayout<OffsetT> layout;
+  layout.offsets = static_cast<const OffsetT*>(s.offsets);
+  layout.lengths = static_cast<const OffsetT*>(s.lengths);
+  layout.max_len = s.max_len;
+  layout.rows = s.rows;
+  return layout;
 }
 
 }  // namespace
@@ -133,6 +151,86 @@ Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, const Ra
       using T = decltype(value_tag);
       return ragged::segment_softmax(d_workspace, workspace_bytes, view_of<T, OffsetT>(src), log,
                                      static_cast<T*>(d_out), stream);
+    });
+  });
+}
+
+Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& shape, ReduceOp op,
+                               const void* d_grad_out, const std::int64_t* d_arg, void* d_grad_in,
+                               cudaStream_t stream) {
+  const char* name = "segment_reduce_backward";
+  return with_offset_type(shape.offset_dtype, name, [&](auto offset_tag) {
+    using OffsetT = decltype(offset_tag);
+    return with_float_type(shape.dtype, name, [&](auto value_tag) {
+      using T = decltype(value_tag);
+      return ragged::segment_reduce_backward(d_workspace, workspace_bytes, view_of<T, OffsetT>(shape), op,
+                                             static_cast<const T*>(d_grad_out), d_arg, static_cast<T*>(d_grad_in),
+                                             stream);
+    });
+  });
+}
+
+Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& shape, bool log,
+                                const void* d_out, const void* d_grad_out, void* d_grad_in, cudaStream_t stream) {
+  const char* name = "segment_softmax_backward";
+  return with_offset_type(shape.offset_dtype, name, [&](auto offset_tag) {
+    using OffsetT = decltype(offset_tag);
+    return with_float_type(shape.dtype, name, [&](auto value_tag) {
+      using T = decltype(value_tag);
+      return ragged::segment_softmax_backward(d_workspace, workspace_bytes, view_of<T, OffsetT>(shape), log,
+                                              static_cast<const T*>(d_out), static_cast<const T*>(d_grad_out),
+                                              static_cast<T*>(d_grad_in), stream);
+    });
+  });
+}
+
+Status lengths_to_mask(void* d_workspace, std::size_t& workspace_bytes, DType length_dtype, const void* d_lengths,
+                       std::int64_t batch, std::int64_t max_len, Align align, bool* d_mask, CheckResult* d_check,
+                       cudaStream_t stream) {
+  return with_offset_type(length_dtype, "lengths_to_mask", [&](auto length_tag) {
+    using LengthT = decltype(length_tag);
+    return ragged::lengths_to_mask(d_workspace, workspace_bytes, static_cast<const LengthT*>(d_lengths), batch,
+                                   max_len, align, d_mask, d_check, stream);
+  });
+}
+
+Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes, DType length_dtype,
+                                const void* d_lengths, std::int64_t batch, std::int64_t max_len, Align align,
+                                DType mask_dtype, void* d_mask, CheckResult* d_check, cudaStream_t stream) {
+  const char* name = "lengths_to_additive_mask";
+  return with_offset_type(length_dtype, name, [&](auto length_tag) {
+    using LengthT = decltype(length_tag);
+    return with_float_type(mask_dtype, name, [&](auto mask_tag) {
+      using T = decltype(mask_tag);
+      return ragged::lengths_to_additive_mask(d_workspace, workspace_bytes, static_cast<const LengthT*>(d_lengths),
+                                              batch, max_len, align, static_cast<T*>(d_mask), d_check, stream);
+    });
+  });
+}
+
+Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes, const AttentionDesc& d,
+                                cudaStream_t stream) {
+  const char* name = "varlen_attention_forward";
+  return with_offset_type(d.offset_dtype, name, [&](auto offset_tag) {
+    using OffsetT = decltype(offset_tag);
+    return with_float_type(d.dtype, name, [&](auto value_tag) {
+      using T = decltype(value_tag);
+      AttentionArgs<T, OffsetT> a;
+      a.q = heads_view(static_cast<const T*>(d.q.data), d.q.token_stride, d.q.head_stride, d.heads_q, d.head_dim);
+      a.k = heads_view(static_cast<const T*>(d.k.data), d.k.token_stride, d.k.head_stride, d.heads_kv, d.head_dim);
+      a.v = heads_view(static_cast<const T*>(d.v.data), d.v.token_stride, d.v.head_stride, d.heads_kv, d.head_dim);
+      a.o = heads_view(static_cast<T*>(d.o), d.o_token_stride, d.o_head_stride, d.heads_q, d.head_dim);
+      a.lse = d.lse;
+      a.q_seq = layout_of<OffsetT>(d.q_seq);
+      a.k_seq = layout_of<OffsetT>(d.k_seq);
+      a.batch = d.batch;
+      a.heads_q = d.heads_q;
+      a.heads_kv = d.heads_kv;
+      a.head_dim = d.head_dim;
+      a.scale = d.scale;
+      a.causal = d.causal;
+      a.query_tile = d.query_tile;
+      return ragged::varlen_attention_forward(d_workspace, workspace_bytes, a, stream);
     });
   });
 }

@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ragged/attention.h"
 #include "ragged/check.h"
+#include "ragged/convert.h"
 #include "ragged/dtype.h"
 #include "ragged/segment_reduce.h"
 #include "ragged/status.h"
@@ -47,6 +49,64 @@ Status segment_reduce(void* d_workspace, std::size_t& workspace_bytes, const Rag
 
 Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& src, bool log, void* d_out,
                        cudaStream_t stream);
+
+// Backward passes (segment_reduce.h). `shape` describes the forward input; its `values` are not read. d_grad_out
+// and d_out are of shape.dtype: [batch, inner] for the reduction, [nnz, inner] for the softmax; d_grad_in
+// [nnz, inner] of shape.dtype.
+Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& shape, ReduceOp op,
+                               const void* d_grad_out, const std::int64_t* d_arg, void* d_grad_in,
+                               cudaStream_t stream);
+
+Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& shape, bool log,
+                                const void* d_out, const void* d_grad_out, void* d_grad_in, cudaStream_t stream);
+
+// Key-padding masks [batch, max_len] from lengths (convert.h). length_dtype: kInt32 or kInt64. The additive
+// mask is of mask_dtype: kFloat32, kFloat16 or kBFloat16.
+Status lengths_to_mask(void* d_workspace, std::size_t& workspace_bytes, DType length_dtype, const void* d_lengths,
+                       std::int64_t batch, std::int64_t max_len, Align align, bool* d_mask, CheckResult* d_check,
+                       cudaStream_t stream);
+
+Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes, DType length_dtype,
+                                const void* d_lengths, std::int64_t batch, std::int64_t max_len, Align align,
+                                DType mask_dtype, void* d_mask, CheckResult* d_check, cudaStream_t stream);
+
+// Variable-length attention forward (attention.h) described at run time. Strides are in elements; 0 means the
+// dense layout [rows, heads, head_dim] (token stride heads * head_dim, head stride head_dim).
+struct HeadsDesc {
+  const void* data = nullptr;
+  std::int64_t token_stride = 0;
+  std::int64_t head_stride = 0;
+};
+
+// Where each sequence's tokens are, as SequenceLayout (attention.h): ragged (offsets [batch + 1]; rows = the
+// tokens the buffer holds) or padded (lengths [batch], max_len slots per sequence, rows = batch * max_len).
+struct SequenceDesc {
+  const void* offsets = nullptr;
+  const void* lengths = nullptr;
+  std::int64_t max_len = 0;
+  std::int64_t rows = 0;
+};
+
+struct AttentionDesc {
+  DType dtype = DType::kBFloat16;     // Q, K, V and O: kFloat32, kFloat16 or kBFloat16
+  DType offset_dtype = DType::kInt32;  // offsets / lengths of both layouts: kInt32 or kInt64
+  HeadsDesc q, k, v;
+  void* o = nullptr;  // written with o_token_stride / o_head_stride (0: dense)
+  std::int64_t o_token_stride = 0;
+  std::int64_t o_head_stride = 0;
+  float* lse = nullptr;  // [q rows, heads_q] or null
+  SequenceDesc q_seq, k_seq;
+  std::int64_t batch = 0;
+  int heads_q = 0;
+  int heads_kv = 0;
+  int head_dim = 0;
+  float scale = 0.0f;  // > 0; usually 1 / sqrt(head_dim)
+  bool causal = false;
+  int query_tile = 0;  // 0: automatic (AttentionArgs::query_tile)
+};
+
+Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes, const AttentionDesc& desc,
+                                cudaStream_t stream);
 
 }  // namespace dynamic
 }  // namespace ragged

@@ -44,3 +44,69 @@ TEST_CASE("dynamic entry points forward argument errors of the typed ops", "[dyn
   REQUIRE(dynamic::padded_to_ragged(nullptr, bytes, nullptr, 0, desc, nullptr, 0.0, Align::kLeft, Truncate::kRight,
                                     nullptr) == Status::kInvalidArgument);
 }
+
+TEST_CASE("dynamic backward, mask and attention entry points name what is wrong", "[dynamic][errors]") {
+  std::size_t bytes = 0;
+  dynamic::RaggedDesc shape;
+  shape.dtype = DType::kUInt8;
+  REQUIRE(dynamic::segment_reduce_backward(nullptr, bytes, shape, ReduceOp::kSum, nullptr, nullptr, nullptr,
+                                           nullptr) == Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "segment_reduce_backward: no kernel for element type uint8");
+  shape.dtype = DType::kFloat16;
+  shape.offset_dtype = DType::kBFloat16;
+  REQUIRE(dynamic::segment_softmax_backward(nullptr, bytes, shape, false, nullptr, nullptr, nullptr, nullptr) ==
+          Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "segment_softmax_backward: no kernel for offset type bfloat16");
+
+  REQUIRE(dynamic::lengths_to_mask(nullptr, bytes, DType::kFloat32, nullptr, 0, 0, Align::kLeft, nullptr, nullptr,
+                                   nullptr) == Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "lengths_to_mask: no kernel for offset type float32");
+  REQUIRE(dynamic::lengths_to_additive_mask(nullptr, bytes, DType::kInt32, nullptr, 0, 0, Align::kLeft,
+                                            DType::kInt64, nullptr, nullptr, nullptr) == Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "lengths_to_additive_mask: no kernel for element type int64");
+  // A supported combination reaches the typed op and its checks: a negative max_len.
+  REQUIRE(dynamic::lengths_to_additive_mask(nullptr, bytes, DType::kInt64, nullptr, 1, -3, Align::kLeft,
+                                            DType::kBFloat16, nullptr, nullptr, nullptr) != Status::kSuccess);
+  REQUIRE(std::string(last_error_message()).find("max_len") != std::string::npos);
+
+  dynamic::AttentionDesc attention;
+  attention.dtype = DType::kBool;
+  REQUIRE(dynamic::varlen_attention_forward(nullptr, bytes, attention, nullptr) == Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "varlen_attention_forward: no kernel for element type bool");
+  attention.dtype = DType::kFloat32;
+  attention.offset_dtype = DType::kUInt8;
+  REQUIRE(dynamic::varlen_attention_forward(nullptr, bytes, attention, nullptr) == Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "varlen_attention_forward: no kernel for offset type uint8");
+}
+
+TEST_CASE("dynamic attention forwards the typed op's argument checks", "[dynamic][errors][attention]") {
+  std::size_t bytes = 0;
+  dynamic::AttentionDesc d;
+  d.dtype = DType::kBFloat16;
+  d.offset_dtype = DType::kInt64;
+  d.batch = 2;
+  d.heads_q = 8;
+  d.heads_kv = 2;
+  d.head_dim = 96;
+  d.scale = 0.1f;
+  REQUIRE(dynamic::varlen_attention_forward(nullptr, bytes, d, nullptr) == Status::kUnsupportedShape);
+  REQUIRE(std::string(last_error_message()).find("head_dim 96") != std::string::npos);
+  d.head_dim = 64;
+  d.heads_kv = 3;
+  REQUIRE(dynamic::varlen_attention_forward(nullptr, bytes, d, nullptr) == Status::kInvalidArgument);
+  REQUIRE(std::string(last_error_message()).find("must divide heads_q") != std::string::npos);
+  d.heads_kv = 2;
+  // Neither offsets nor lengths for Q.
+  REQUIRE(dynamic::varlen_attention_forward(nullptr, bytes, d, nullptr) == Status::kNullPointer);
+  REQUIRE(std::string(last_error_message()).find("q_seq") != std::string::npos);
+  // An explicit token stride that breaks the 16-byte rule is reported; the dense default (0) is not.
+  alignas(16) static std::int64_t offsets[3] = {0, 0, 0};
+  d.q_seq.offsets = offsets;
+  d.k_seq.offsets = offsets;
+  d.q.token_stride = 8 * 64 + 3;
+  REQUIRE(dynamic::varlen_attention_forward(nullptr, bytes, d, nullptr) == Status::kInvalidArgument);
+  REQUIRE(std::string(last_error_message()).find("q: token_stride 515") != std::string::npos);
+  d.q.token_stride = 0;
+  REQUIRE(dynamic::varlen_attention_forward(nullptr, bytes, d, nullptr) == Status::kSuccess);
+  REQUIRE(bytes == 0);
+}

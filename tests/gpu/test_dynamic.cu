@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/test_util.h"
+#include "ragged/attention.h"
 #include "ragged/convert.h"
 #include "ragged/dynamic.h"
 #include "ragged/offsets.h"
@@ -51,4 +52,142 @@ TEST_CASE("dynamic dispatch matches the typed ops", "[dynamic][gpu]") {
   }));
   REQUIRE_BITWISE_EQUAL(max_dynamic.to_host(), max_typed.to_host());
   REQUIRE(arg_dynamic.to_host() == arg_typed.to_host());
+}
+
+TEST_CASE("dynamic backward passes and masks match the typed ops", "[dynamic][gpu]") {
+  auto rng = test::make_rng(72);
+  const std::vector<std::int64_t> lengths = test::make_lengths(test::Regime::kZeroLengths, rng, 40);
+  const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
+  std::vector<std::int64_t> offsets(lengths.size() + 1);
+  REQUIRE_OK(lengths_to_offsets_host(lengths.data(), batch, offsets.data()));
+  const std::int64_t nnz = offsets.back(), inner = 3;
+  DeviceBuffer<std::int64_t> d_offsets(offsets);
+  DeviceBuffer<bfloat16> d_x(test::random_values<bfloat16>(static_cast<std::size_t>(nnz * inner), rng));
+  DeviceBuffer<bfloat16> d_dy(test::random_values<bfloat16>(static_cast<std::size_t>(nnz * inner), rng));
+  DeviceBuffer<bfloat16> d_dsum(test::random_values<bfloat16>(static_cast<std::size_t>(batch * inner), rng));
+  const dynamic::RaggedDesc desc{DType::kBFloat16, DType::kInt64, d_x.data(), d_offsets.data(), batch, nnz, inner};
+  const RaggedView<const bfloat16, std::int64_t> view{d_x.data(), d_offsets.data(), batch, nnz, inner};
+  const std::size_t n = static_cast<std::size_t>(nnz * inner);
+
+  // The softmax to differentiate, from the typed op.
+  DeviceBuffer<bfloat16> d_y(n);
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return segment_softmax(p, bytes, view, true, d_y.data(), nullptr);
+  }));
+  DeviceBuffer<bfloat16> dx_dynamic(n), dx_typed(n);
+  test::poison(dx_dynamic);
+  test::poison(dx_typed);
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return dynamic::segment_softmax_backward(p, bytes, desc, true, d_y.data(), d_dy.data(), dx_dynamic.data(),
+                                             nullptr);
+  }));
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return segment_softmax_backward(p, bytes, view, true, d_y.data(), d_dy.data(), dx_typed.data(), nullptr);
+  }));
+  REQUIRE_BITWISE_EQUAL(dx_dynamic.to_host(), dx_typed.to_host());
+
+  test::poison(dx_dynamic);
+  test::poison(dx_typed);
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return dynamic::segment_reduce_backward(p, bytes, desc, ReduceOp::kMean, d_dsum.data(), nullptr,
+                                            dx_dynamic.data(), nullptr);
+  }));
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return segment_reduce_backward(p, bytes, view, ReduceOp::kMean, d_dsum.data(), nullptr, dx_typed.data(),
+                                   nullptr);
+  }));
+  REQUIRE_BITWISE_EQUAL(dx_dynamic.to_host(), dx_typed.to_host());
+
+  // Masks from int64 lengths, one of them longer than max_len.
+  std::vector<std::int64_t> mask_lengths = lengths;
+  mask_lengths[0] = 100;
+  DeviceBuffer<std::int64_t> d_lengths(mask_lengths);
+  const std::int64_t max_len = 17;
+  DeviceBuffer<half> additive_dynamic(static_cast<std::size_t>(batch * max_len)), additive_typed(additive_dynamic.size());
+  test::poison(additive_dynamic);
+  test::poison(additive_typed);
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return dynamic::lengths_to_additive_mask(p, bytes, DType::kInt64, d_lengths.data(), batch, max_len,
+                                             Align::kRight, DType::kFloat16, additive_dynamic.data(), nullptr,
+                                             nullptr);
+  }));
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return lengths_to_additive_mask(p, bytes, d_lengths.data(), batch, max_len, Align::kRight,
+                                    additive_typed.data(), nullptr, nullptr);
+  }));
+  REQUIRE_BITWISE_EQUAL(additive_dynamic.to_host(), additive_typed.to_host());
+
+  DeviceBuffer<std::uint8_t> mask_dynamic(static_cast<std::size_t>(batch * max_len)), mask_typed(mask_dynamic.size());
+  test::poison(mask_dynamic);
+  test::poison(mask_typed);
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return dynamic::lengths_to_mask(p, bytes, DType::kInt64, d_lengths.data(), batch, max_len, Align::kLeft,
+                                    reinterpret_cast<bool*>(mask_dynamic.data()), nullptr, nullptr);
+  }));
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return lengths_to_mask(p, bytes, d_lengths.data(), batch, max_len, Align::kLeft,
+                           reinterpret_cast<bool*>(mask_typed.data()), nullptr, nullptr);
+  }));
+  REQUIRE(mask_dynamic.to_host() == mask_typed.to_host());
+}
+
+TEST_CASE("dynamic attention matches the typed op, dense strides by default", "[dynamic][gpu][attention]") {
+  auto rng = test::make_rng(73);
+  const std::vector<std::int64_t> q_lengths{5, 0, 70, 1, 33}, k_lengths{9, 4, 70, 0, 65};
+  const std::int64_t batch = 5;
+  std::vector<std::int32_t> q_offsets(batch + 1), k_offsets(batch + 1);
+  REQUIRE_OK(lengths_to_offsets_host(q_lengths.data(), batch, q_offsets.data()));
+  REQUIRE_OK(lengths_to_offsets_host(k_lengths.data(), batch, k_offsets.data()));
+  const int heads_q = 4, heads_kv = 2, head_dim = 64;
+  const std::int64_t rows_q = q_offsets.back(), rows_k = k_offsets.back();
+  DeviceBuffer<std::int32_t> d_q_offsets(q_offsets), d_k_offsets(k_offsets);
+  DeviceBuffer<half> q(test::random_values<half>(static_cast<std::size_t>(rows_q * heads_q * head_dim), rng));
+  DeviceBuffer<half> k(test::random_values<half>(static_cast<std::size_t>(rows_k * heads_kv * head_dim), rng));
+  DeviceBuffer<half> v(test::random_values<half>(static_cast<std::size_t>(rows_k * heads_kv * head_dim), rng));
+  DeviceBuffer<half> o_dynamic(q.size()), o_typed(q.size());
+  DeviceBuffer<float> lse_dynamic(static_cast<std::size_t>(rows_q * heads_q)), lse_typed(lse_dynamic.size());
+  test::poison(o_dynamic);
+  test::poison(o_typed);
+  test::poison(lse_dynamic);
+  test::poison(lse_typed);
+
+  dynamic::AttentionDesc desc;  // strides left 0: dense
+  desc.dtype = DType::kFloat16;
+  desc.offset_dtype = DType::kInt32;
+  desc.q.data = q.data();
+  desc.k.data = k.data();
+  desc.v.data = v.data();
+  desc.o = o_dynamic.data();
+  desc.lse = lse_dynamic.data();
+  desc.q_seq.offsets = d_q_offsets.data();
+  desc.q_seq.rows = rows_q;
+  desc.k_seq.offsets = d_k_offsets.data();
+  desc.k_seq.rows = rows_k;
+  desc.batch = batch;
+  desc.heads_q = heads_q;
+  desc.heads_kv = heads_kv;
+  desc.head_dim = head_dim;
+  desc.scale = 0.125f;
+  desc.causal = true;
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return dynamic::varlen_attention_forward(p, bytes, desc, nullptr);
+  }));
+
+  AttentionArgs<half, std::int32_t> a;
+  a.q = dense_heads<const half>(q.data(), heads_q, head_dim);
+  a.k = dense_heads<const half>(k.data(), heads_kv, head_dim);
+  a.v = dense_heads<const half>(v.data(), heads_kv, head_dim);
+  a.o = dense_heads<half>(o_typed.data(), heads_q, head_dim);
+  a.lse = lse_typed.data();
+  a.q_seq = SequenceLayout<std::int32_t>::ragged(d_q_offsets.data(), rows_q);
+  a.k_seq = SequenceLayout<std::int32_t>::ragged(d_k_offsets.data(), rows_k);
+  a.batch = batch;
+  a.heads_q = heads_q;
+  a.heads_kv = heads_kv;
+  a.head_dim = head_dim;
+  a.scale = 0.125f;
+  a.causal = true;
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) { return varlen_attention_forward(p, bytes, a, nullptr); }));
+  REQUIRE_BITWISE_EQUAL(o_dynamic.to_host(), o_typed.to_host());
+  REQUIRE_BITWISE_EQUAL(lse_dynamic.to_host(), lse_typed.to_host());
 }
