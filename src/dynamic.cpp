@@ -3,10 +3,12 @@
 #include "ragged/dynamic.h"
 
 #include <string>
+#include <vector>
 
 #include "ragged/attention.h"
 #include "ragged/convert.h"
 #include "ragged/offsets.h"
+#include "ragged/rnn.h"
 
 namespace ragged {
 namespace dynamic {
@@ -231,6 +233,50 @@ Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes,
       a.causal = d.causal;
       a.query_tile = d.query_tile;
       return ragged::varlen_attention_forward(d_workspace, workspace_bytes, a, stream);
+    });
+  });
+}
+
+Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnForwardDesc& r, cudaStream_t stream) {
+  const char* name = "rnn_forward";
+  if (r.input.dtype != r.dtype)
+    return fail(Status::kUnsupportedDType, std::string(name) + ": the input is " + dtype_name(r.input.dtype) +
+                                               " but the layer is " + dtype_name(r.dtype));
+  return with_offset_type(r.input.offset_dtype, name, [&](auto offset_tag) {
+    using OffsetT = decltype(offset_tag);
+    return with_float_type(r.dtype, name, [&](auto value_tag) {
+      using T = decltype(value_tag);
+      // The typed weight table (host). A stack with num_layers < 1 gets an empty one and the typed op's message.
+      constexpr std::int64_t kMaxLayers = 1 << 16;
+      if (r.desc.num_layers > kMaxLayers)
+        return fail(Status::kUnsupportedShape, std::string(name) + ": num_layers = " +
+                                                   std::to_string(r.desc.num_layers) + " exceeds " +
+                                                   std::to_string(kMaxLayers));
+      std::vector<RnnLayerWeights<T>> weights;
+      if (r.weights != nullptr && r.desc.num_layers >= 1) {
+        weights.resize(static_cast<std::size_t>(r.desc.num_layers * rnn_directions(r.desc)));
+        for (std::size_t i = 0; i < weights.size(); ++i) {
+          const RnnLayerWeights<void>& w = r.weights[i];
+          weights[i] = RnnLayerWeights<T>{static_cast<const T*>(w.w_ih), static_cast<const T*>(w.w_hh),
+                                          static_cast<const T*>(w.b_ih), static_cast<const T*>(w.b_hh),
+                                          static_cast<const T*>(w.w_hr)};
+        }
+      }
+      RnnArgs<T, OffsetT> a;
+      a.desc = r.desc;
+      a.weights = r.weights != nullptr ? weights.data() : nullptr;
+      a.input = view_of<T, OffsetT>(r.input);
+      a.max_steps = r.max_steps;
+      a.h0 = static_cast<const T*>(r.h0);
+      a.c0 = static_cast<const T*>(r.c0);
+      a.output = static_cast<T*>(r.output);
+      a.hn = static_cast<T*>(r.hn);
+      a.cn = static_cast<T*>(r.cn);
+      a.cublas = r.cublas;
+      a.cublas_workspace_bytes = r.cublas_workspace_bytes;
+      a.algo = r.algo;
+      a.check = r.check;
+      return ragged::rnn_forward(d_workspace, workspace_bytes, a, stream);
     });
   });
 }

@@ -12,6 +12,7 @@
 #include "ragged/check.h"
 #include "ragged/convert.h"
 #include "ragged/dtype.h"
+#include "ragged/rnn.h"
 #include "ragged/segment_reduce.h"
 #include "ragged/status.h"
 #include "ragged/view.h"
@@ -107,6 +108,27 @@ struct AttentionDesc {
 
 Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes, const AttentionDesc& desc,
                                 cudaStream_t stream);
+
+// Packed LSTM / GRU forward (rnn.h) described at run time: the fields of RnnArgs, with void pointers of `dtype`
+// (kFloat32, kFloat16 or kBFloat16; the input's RaggedDesc must have the same dtype).
+struct RnnForwardDesc {
+  DType dtype = DType::kFloat32;
+  ragged::RnnDesc desc;
+  const RnnLayerWeights<void>* weights = nullptr;  // HOST array, [layer * directions + direction]
+  RaggedDesc input;                                // [nnz, input_size], offsets in the caller's order
+  std::int64_t max_steps = 0;
+  const void* h0 = nullptr;
+  const void* c0 = nullptr;
+  void* output = nullptr;
+  void* hn = nullptr;
+  void* cn = nullptr;
+  cublasHandle_t cublas = nullptr;
+  std::size_t cublas_workspace_bytes = std::size_t{4} << 20;
+  RnnAlgo algo = RnnAlgo::kAuto;
+  CheckResult* check = nullptr;
+};
+
+Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnForwardDesc& args, cudaStream_t stream);
 
 }  // namespace dynamic
 }  // namespace ragged

@@ -110,3 +110,36 @@ TEST_CASE("dynamic attention forwards the typed op's argument checks", "[dynamic
   REQUIRE(dynamic::varlen_attention_forward(nullptr, bytes, d, nullptr) == Status::kSuccess);
   REQUIRE(bytes == 0);
 }
+
+TEST_CASE("dynamic rnn_forward names a dtype mismatch and forwards the typed op's checks", "[dynamic][errors][rnn]") {
+  std::size_t bytes = 0;
+  dynamic::RnnForwardDesc r;
+  r.dtype = DType::kBFloat16;
+  r.input.dtype = DType::kFloat32;
+  REQUIRE(dynamic::rnn_forward(nullptr, bytes, r, nullptr) == Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "rnn_forward: the input is float32 but the layer is bfloat16");
+  r.dtype = r.input.dtype = DType::kInt32;
+  REQUIRE(dynamic::rnn_forward(nullptr, bytes, r, nullptr) == Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "rnn_forward: no kernel for element type int32");
+
+  r.dtype = r.input.dtype = DType::kFloat16;
+  r.desc.input_size = 8;
+  r.desc.hidden_size = 16;
+  r.desc.num_layers = 0;
+  REQUIRE(dynamic::rnn_forward(nullptr, bytes, r, nullptr) == Status::kInvalidArgument);
+  REQUIRE(std::string(last_error_message()).find("num_layers = 0") != std::string::npos);
+  r.desc.num_layers = 70000;  // more than the run-time entry point copies; never read past the caller's table
+  REQUIRE(dynamic::rnn_forward(nullptr, bytes, r, nullptr) == Status::kUnsupportedShape);
+  REQUIRE(std::string(last_error_message()).find("num_layers = 70000") != std::string::npos);
+  r.desc.num_layers = 2;
+  REQUIRE(dynamic::rnn_forward(nullptr, bytes, r, nullptr) == Status::kNullPointer);  // no weight table
+  REQUIRE(std::string(last_error_message()).find("weights") != std::string::npos);
+  // A table whose second layer lacks w_hh: the typed op names the entry.
+  RnnLayerWeights<void> table[2];
+  alignas(16) static unsigned char blob[4096];
+  table[0] = RnnLayerWeights<void>{blob, blob, blob, blob, nullptr};
+  table[1] = RnnLayerWeights<void>{blob, nullptr, blob, blob, nullptr};
+  r.weights = table;
+  REQUIRE(dynamic::rnn_forward(nullptr, bytes, r, nullptr) == Status::kNullPointer);
+  REQUIRE(std::string(last_error_message()).find("weights[1].w_hh") != std::string::npos);
+}

@@ -21,6 +21,7 @@
 #include "common/host_ragged.h"
 #include "common/test_util.h"
 #include "common/tolerance.h"
+#include "ragged/dynamic.h"
 #include "ragged/reference.h"
 #include "ragged/rnn.h"
 #include "ragged/rnn_module.h"
@@ -117,6 +118,7 @@ struct Options {
   RnnAlgo algo = RnnAlgo::kAuto;
   bool initial = true;        // pass h0 / c0 (else zeros)
   std::int64_t max_steps = -1;  // -1: the longest length
+  bool dynamic = false;         // through dynamic::rnn_forward (run-time dtype) instead of the typed op
 };
 
 template <typename T>
@@ -166,14 +168,38 @@ Outputs<T> run_device(const Model<T>& model, const Inputs<T, OffsetT>& in, const
   check.fill_bytes(0);  // "failure at 0": a missing reset shows
   const RnnArgs<T, OffsetT> args = make_args(model, x, offsets, in, h0, c0, out, hn, cn, o, handle, check.data());
 
+  // The same arguments described at run time, for Options::dynamic.
+  std::vector<RnnLayerWeights<void>> untyped_weights;
+  for (const RnnLayerWeights<T>& w : model.device_weights)
+    untyped_weights.push_back(RnnLayerWeights<void>{w.w_ih, w.w_hh, w.b_ih, w.b_hh, w.w_hr});
+  dynamic::RnnForwardDesc untyped;
+  untyped.dtype = dtype_of_v<T>;
+  untyped.desc = args.desc;
+  untyped.weights = untyped_weights.data();
+  untyped.input = dynamic::RaggedDesc{dtype_of_v<T>, dtype_of_v<OffsetT>, args.input.values, args.input.offsets,
+                                      args.input.batch, args.input.nnz, args.input.inner};
+  untyped.max_steps = args.max_steps;
+  untyped.h0 = args.h0;
+  untyped.c0 = args.c0;
+  untyped.output = args.output;
+  untyped.hn = args.hn;
+  untyped.cn = args.cn;
+  untyped.cublas = args.cublas;
+  untyped.algo = args.algo;
+  untyped.check = args.check;
+  auto forward = [&](void* workspace, std::size_t& bytes) {
+    return o.dynamic ? dynamic::rnn_forward(workspace, bytes, untyped, nullptr)
+                     : rnn_forward<T, OffsetT>(workspace, bytes, args, nullptr);
+  };
+
   std::size_t bytes = 0;
-  REQUIRE_OK((rnn_forward<T, OffsetT>(nullptr, bytes, args, nullptr)));
+  REQUIRE_OK(forward(nullptr, bytes));
   DeviceBuffer<unsigned char> workspace(bytes + 1);
   if (bytes > 0) {
     std::size_t short_bytes = bytes - 1;
-    REQUIRE((rnn_forward<T, OffsetT>(workspace.data(), short_bytes, args, nullptr)) == Status::kWorkspaceTooSmall);
+    REQUIRE(forward(workspace.data(), short_bytes) == Status::kWorkspaceTooSmall);
   }
-  REQUIRE_OK((rnn_forward<T, OffsetT>(workspace.data(), bytes, args, nullptr)));
+  REQUIRE_OK(forward(workspace.data(), bytes));
   REQUIRE_CUDA(cudaDeviceSynchronize());
   Outputs<T> result;
   result.output = out.to_host();
@@ -578,6 +604,26 @@ TEMPLATE_TEST_CASE("the owning Rnn layer gives bitwise the low-level results", "
     REQUIRE_CUDA(cudaDeviceSynchronize());
     REQUIRE_CUDA(cudaStreamDestroy(layer_stream));
   }
+}
+
+TEMPLATE_TEST_CASE("dynamic::rnn_forward (run-time dtype) gives bitwise the typed results", "[rnn][dynamic]", float,
+                   half, bfloat16) {
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(871);
+  const bool lstm = GENERATE(true, false);
+  const RnnDesc desc = make_desc(lstm ? RnnMode::kLstm : RnnMode::kGru, 7, 40, lstm ? 16 : 0, 2, true);
+  Model<T> model(desc, rng);
+  const auto in = make_inputs<T, std::int32_t>(desc, {9, 0, 4, 13, 1, 2}, rng);
+  Options typed;
+  typed.algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  Options untyped = typed;
+  untyped.dynamic = true;
+  const Outputs<T> want = run_device(model, in, typed, cublas.handle);
+  const Outputs<T> got = run_device(model, in, untyped, cublas.handle);
+  REQUIRE_BITWISE_EQUAL(got.output, want.output);
+  REQUIRE_BITWISE_EQUAL(got.hn, want.hn);
+  if (lstm) REQUIRE_BITWISE_EQUAL(got.cn, want.cn);
 }
 
 TEST_CASE("rnn_forward can be captured in a CUDA graph", "[rnn]") {
