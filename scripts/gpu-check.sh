@@ -6,7 +6,8 @@
 #   scripts/gpu-check.sh OUTDIR
 #
 # Writes (eight files, so that a device run's $OUT brings every one back):
-#   OUTDIR/summary.md       pass/fail table, one row per step and per sanitizer tool x test, with exit codes
+#   OUTDIR/summary.md       pass/fail table, one row per step and per sanitizer tool x test, with exit codes;
+#                           then the issues' targets judged from this run (scripts/summarize_targets.py)
 #   OUTDIR/build.log        cmake configure + ninja build
 #   OUTDIR/ctest.log        ctest --output-on-failure
 #   OUTDIR/sanitizers.log   every compute-sanitizer run, one section per tool x test
@@ -70,6 +71,7 @@ done
 export PATH
 
 rows=()        # summary table rows
+targets_report=""  # issues 3-5 targets from this run's JSON (scripts/summarize_targets.py), appended to summary.md
 failures=0
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo uncommitted)
 if [ -n "$(git status --porcelain 2>/dev/null || true)" ]; then commit="$commit-dirty"; fi
@@ -97,6 +99,10 @@ write_summary() {  # write_summary [final]: rewritten after every step, so a che
     echo "| step | result | exit code | log |"
     echo "| --- | --- | --- | --- |"
     printf '%s\n' "${rows[@]}"
+    if [ -n "$targets_report" ] && [ -f "$targets_report" ]; then
+      echo
+      sed -e 's/^#/##/' "$targets_report"  # one level down: a section of this summary
+    fi
   } >"$out/summary.md"
 }
 record() {     # record STEP RESULT RC LOG
@@ -225,6 +231,17 @@ if [ "$configure_rc" -eq 0 ]; then
       } >>"$out/bench.log" || torch_rc=$?
       record "torch attention comparison" "$(verdict "$torch_rc")" "$torch_rc" "bench.json, bench.log"
     fi
+  fi
+
+  # ---- the issues' targets, judged from this run's JSON (appended to summary.md: the device brings back 8 files) --
+  if [ "${RAGGED_SKIP_BENCH:-0}" != "1" ] && [ -f "$out/bench.json" ]; then
+    targets_rc=0
+    torch_rnn_args=()
+    if [ -f "$out/torch_rnn.json" ]; then torch_rnn_args=(--torch-rnn "$out/torch_rnn.json"); fi
+    python3 scripts/summarize_targets.py --bench "$out/bench.json" ${torch_rnn_args[@]+"${torch_rnn_args[@]}"} \
+      --out "$build/targets.md" >>"$out/bench.log" 2>&1 || targets_rc=$?
+    if [ "$targets_rc" -eq 0 ]; then targets_report="$build/targets.md"; fi
+    record "targets report (issues 3-5)" "$(verdict "$targets_rc")" "$targets_rc" "summary.md (below), bench.log"
   fi
 
   # ---- GPU tests under compute-sanitizer ------------------------------------------------------------------

@@ -8,9 +8,9 @@
    (ragged_rnn_driver, fed the same weights and inputs through raw files). TF32 is disabled for both.
    PyTorch refuses zero-length sequences in a PackedSequence, so the checks use lengths >= 1 (ragged's own
    tests cover zero lengths).
-2. Timings, same shapes as bench/bench_rnn.cu (one LSTM layer, input = hidden, batch 16 / 64, hidden 256 / 1024,
-   bfloat16, mean length 128 from uniform / lognormal / bimodal lengths clamped to 4 x mean, at least 1):
-   torch_packed (the LSTM call on a prepared PackedSequence), torch_padded (the same LSTM on the padded batch)
+2. Timings, same shapes as bench/bench_rnn.cu (one LSTM or GRU layer, input = hidden, batch 16 / 64, hidden
+   256 / 1024, bfloat16, mean length 128 from uniform / lognormal / bimodal lengths clamped to 4 x mean, at
+   least 1): torch_packed (the layer on a prepared PackedSequence), torch_padded (the same layer on the padded batch)
    and ragged (rnn_forward through the driver, which times its own runs with CUDA events). Median of --repeats.
 
 Writes one JSON file (--out) with the torch version, the device, every check with its max errors and verdict,
@@ -163,24 +163,24 @@ def cuda_time_ms(fn, repeats):
     return times[len(times) // 2]
 
 
-def timing_case(driver, workdir, distribution, batch, hidden, dtype, repeats, rng):
+def timing_case(driver, workdir, mode, distribution, batch, hidden, dtype, repeats, rng):
     mean = 128
     lengths = draw_lengths(distribution, batch, mean, rng)
-    module = make_module("lstm", hidden, hidden, 0, 1, False, dtype)
+    module = make_module(mode, hidden, hidden, 0, 1, False, dtype)
     x_list = [torch.rand(n, hidden, device="cuda", dtype=DTYPES[dtype]) * 2 - 1 for n in lengths]
     tag = f"{distribution}/dtype:{'bf16' if dtype == 'bfloat16' else 'f32'}/batch:{batch}/hidden:{hidden}/mean:{mean}"
     entries = []
     with torch.no_grad():
         packed = torch.nn.utils.rnn.pack_sequence(x_list, enforce_sorted=False)
         padded = torch.nn.utils.rnn.pad_sequence(x_list, batch_first=False)
-        entries.append({"name": "rnn_lstm/torch_packed/" + tag, "ms": cuda_time_ms(lambda: module(packed), repeats)})
-        entries.append({"name": "rnn_lstm/torch_padded/" + tag, "ms": cuda_time_ms(lambda: module(padded), repeats)})
-        entries.append({"name": "rnn_lstm/torch_pack_sequence/" + tag,
+        entries.append({"name": f"rnn_{mode}/torch_packed/" + tag, "ms": cuda_time_ms(lambda: module(packed), repeats)})
+        entries.append({"name": f"rnn_{mode}/torch_padded/" + tag, "ms": cuda_time_ms(lambda: module(padded), repeats)})
+        entries.append({"name": f"rnn_{mode}/torch_pack_sequence/" + tag,
                         "ms": cuda_time_ms(lambda: torch.nn.utils.rnn.pack_sequence(x_list, enforce_sorted=False),
                                            repeats)})
-    config = export(module, workdir, "lstm", dtype, lengths, x_list, None, None, "auto", repeats)
+    config = export(module, workdir, mode, dtype, lengths, x_list, None, None, "auto", repeats)
     result = run_driver(driver, workdir, config)
-    entry = {"name": "rnn_lstm/ragged/" + tag, "ok": bool(result.get("ok"))}
+    entry = {"name": f"rnn_{mode}/ragged/" + tag, "ok": bool(result.get("ok"))}
     if result.get("ok"):
         entry.update(ms=result["median_ms"], algo=result["algo"], workspace_bytes=result["workspace_bytes"])
     else:
@@ -215,11 +215,12 @@ def main():
                             check_case(args.driver, workdir, mode, dtype, layers, bidirectional, 0, algo, rng))
             report["checks"].append(check_case(args.driver, workdir, "lstm", dtype, 2, True, 16, "auto", rng))
         if not args.quick:
-            for distribution in ("uniform", "lognormal", "bimodal"):
-                for batch in (16, 64):
-                    for hidden in (256, 1024):
-                        report["timings"] += timing_case(args.driver, workdir, distribution, batch, hidden,
-                                                         "bfloat16", args.repeats, rng)
+            for mode in ("lstm", "gru"):
+                for distribution in ("uniform", "lognormal", "bimodal"):
+                    for batch in (16, 64):
+                        for hidden in (256, 1024):
+                            report["timings"] += timing_case(args.driver, workdir, mode, distribution, batch,
+                                                             hidden, "bfloat16", args.repeats, rng)
     failed = [c for c in report["checks"] if not c.get("ok")] + [t for t in report["timings"] if t.get("ok") is False]
     report["ok"] = not failed
     with open(args.out, "w") as f:

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Checks one GPU run's benchmark results against the targets of issues 3, 4 and 5 and writes a Markdown report.
+
+    summarize_targets.py --bench OUTDIR/bench.json [--torch-rnn OUTDIR/torch_rnn.json] --out OUTDIR/targets.md
+
+Every figure is computed from the JSON files given (one run: ratios are taken between cases measured in that
+run); nothing is assumed. A target whose cases are missing from the run is reported as "no data", never as met.
+Benchmark names pair up as <op>/<impl>/<case...>: the same case under different implementations.
+
+Targets (from the issues):
+  issue 3  sum and max (every dtype, regime and D; all cases hold 64 MiB of values): copy_frac >= 0.85;
+           ragged >= 2x faster than CUB for rows of length <= 16 and for one huge row, and never slower than CUB;
+           softmax forward: copy_frac >= 0.75 where a row fits on chip (not checked for the one-huge-row regime,
+           whose row exceeds L2 and shared memory)
+  issue 4  ragged time <= 1.15 x real_frac x padded time; ragged peak_bytes <= 1.1 x real_frac x padded
+           peak_bytes; with torch_rnn.json: ragged >= 2x faster than PyTorch packed (cuDNN) for batch <= 64 and
+           hidden 256..1024, never slower elsewhere
+  issue 5  long sequences (len >= 1024), bf16, head_dim 128: ragged TFLOP/s >= 0.9 x PyTorch's flash backend
+           (torch_jagged, or torch_dense at 0% padding, whichever is faster); at 50% padding ragged >= 1.8x
+           faster than SDPA on the padded batch with a mask (torch_padded_mask); at 0% padding ragged time
+           <= 1.05 x the padded fused kernel. Short sequences (len <= 512) are reported separately.
+Exit status: 0 when the report was written (whatever the verdicts), 2 when the bench file cannot be read.
+"""
+import argparse
+import json
+import re
+import sys
+
+# Every target judged below, so that one without a case in the run still shows.
+ALL_TARGETS = [
+    "issue 3: sum/max copy_frac >= 0.85",
+    "issue 3: softmax copy_frac >= 0.75",
+    "issue 3: >= 2x CUB (tiny rows, one huge row)",
+    "issue 3: never slower than CUB",
+    "issue 4: ragged time <= 1.15 x real_frac x padded",
+    "issue 4: ragged peak <= 1.1 x real_frac x padded",
+    "issue 4: >= 2x faster than PyTorch packed",
+    "issue 4: never slower than PyTorch packed",
+    "issue 5: >= 0.9 x PyTorch flash (long, bf16, d128)",
+    "issue 5: >= 1.8x padded SDPA with mask at 50%",
+    "issue 5: within 5% of padded fused kernel at 0%",
+]
+TIME_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def load_runs(path):
+    """{name without /manual_time: run} for the successful iteration runs of a Google Benchmark JSON file."""
+    with open(path) as f:
+        data = json.load(f)
+    runs = {}
+    for run in data.get("benchmarks", []):
+        if run.get("error_occurred") or run.get("run_type", "iteration") != "iteration":
+            continue
+        name = re.sub(r"/(manual_time|real_time)$", "", run["name"])
+        run = dict(run)
+        run["seconds"] = run["real_time"] * TIME_SCALE.get(run.get("time_unit", "ns"), 1e-9)
+        runs[name] = run
+    return data.get("context", {}), runs
+
+
+def split(name):
+    """(op, impl, case) of <op>/<impl>/<case...>."""
+    parts = name.split("/")
+    return parts[0], parts[1] if len(parts) > 1 else "", "/".join(parts[2:])
+
+
+def field(case, key):
+    """The value of key:value in a case name, or None."""
+    m = re.search(r"(?:^|/)" + re.escape(key) + r":([^/]+)", case)
+    return m.group(1) if m else None
+
+
+class Report:
+    def __init__(self):
+        self.lines = []
+        self.verdicts = []  # (target, met: True / False / None)
+
+    def add(self, text=""):
+        self.lines.append(text)
+
+    def table(self, header, rows):
+        self.add("| " + " | ".join(header) + " |")
+        self.add("|" + "|".join(" --- " for _ in header) + "|")
+        for row in rows:
+            self.add("| " + " | ".join(str(c) for c in row) + " |")
+        self.add()
+
+    def verdict(self, target, met, detail=""):
+        assert target in ALL_TARGETS, target
+        self.verdicts.append((target, met, detail))
+        return "no data" if met is None else ("met" if met else "MISSED")
+
+
+def fmt(x, digits=3):
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def segment_section(report, runs):
+    report.add("## Issue 3: segment reductions and softmax")
+    report.add()
+    rows, cub_fast, cub_never, sum_max_frac, softmax_frac = [], [], [], [], []
+    for name, run in sorted(runs.items()):
+        op, impl, case = split(name)
+        if not op.startswith("segment_") or impl != "ragged":
+            continue
+        cub = runs.get(f"{op}/cub/{case}")
+        padded = runs.get(f"{op}/padded/{case}")
+        frac = run.get("copy_frac")
+        mean = int(field(case, "mean") or 0)
+        regime = case.split("/")[0]
+        tiny = regime == "uniform" and mean <= 16
+        one_huge = regime == "one_huge"
+        over_cub = cub["seconds"] / run["seconds"] if cub else None
+        over_padded = padded["seconds"] / run["seconds"] if padded else None
+        peak_ratio = (padded["peak_bytes"] / run["peak_bytes"]
+                      if padded and run.get("peak_bytes") and padded.get("peak_bytes") else None)
+        checks = []
+        if op in ("segment_sum", "segment_max") and frac is not None:
+            met = frac >= 0.85
+            sum_max_frac.append(met)
+            checks.append(f"copy_frac>=0.85 {report.verdict('issue 3: sum/max copy_frac >= 0.85', met)}")
+        if op == "segment_softmax" and frac is not None and not one_huge:
+            met = frac >= 0.75
+            softmax_frac.append(met)
+            checks.append(f"copy_frac>=0.75 {report.verdict('issue 3: softmax copy_frac >= 0.75', met)}")
+        if over_cub is not None:
+            if tiny or one_huge:
+                met = over_cub >= 2.0
+                cub_fast.append(met)
+                checks.append(f">=2x cub {report.verdict('issue 3: >= 2x CUB (tiny rows, one huge row)', met)}")
+            met = over_cub >= 1.0
+            cub_never.append(met)
+            checks.append(f">=cub {report.verdict('issue 3: never slower than CUB', met)}")
+        label = "tiny" if tiny else regime
+        rows.append([op, label, field(case, "inner"), field(case, "dtype") or "f32", fmt(run["seconds"] * 1e6),
+                     fmt(run.get("bytes_per_second", 0) * 1e-9), fmt(frac), fmt(over_cub), fmt(over_padded),
+                     fmt(peak_ratio), "; ".join(checks)])
+    report.table(["op", "regime", "D", "dtype", "ragged us", "GB/s", "copy_frac", "cub/ragged time",
+                  "padded/ragged time", "padded/ragged peak", "targets"], rows)
+    return sum_max_frac, softmax_frac, cub_fast, cub_never
+
+
+def rnn_section(report, runs, torch_rnn):
+    report.add("## Issue 4: packed LSTM / GRU")
+    report.add()
+    rows = []
+    for name, run in sorted(runs.items()):
+        op, impl, case = split(name)
+        if not op.startswith("rnn_") or impl != "ragged":
+            continue
+        padded = runs.get(f"{op}/padded/{case}")
+        real = run.get("real_frac")
+        checks, time_ratio, peak_ratio = [], None, None
+        if padded and real:
+            time_ratio = run["seconds"] / (real * padded["seconds"])
+            checks.append("time " + report.verdict("issue 4: ragged time <= 1.15 x real_frac x padded",
+                                                   time_ratio <= 1.15))
+            if run.get("peak_bytes") and padded.get("peak_bytes"):
+                peak_ratio = run["peak_bytes"] / (real * padded["peak_bytes"])
+                checks.append("peak " + report.verdict("issue 4: ragged peak <= 1.1 x real_frac x padded",
+                                                       peak_ratio <= 1.1))
+        steps = run.get("steps")
+        rows.append([op, case, fmt(run["seconds"] * 1e3), fmt(padded["seconds"] * 1e3) if padded else "-",
+                     fmt(real), fmt(time_ratio), fmt(peak_ratio),
+                     fmt(run["seconds"] * 1e6 / steps) if steps else "-", "; ".join(checks)])
+    report.table(["op", "case", "ragged ms", "padded ms", "real_frac", "time / (real_frac x padded)",
+                  "peak / (real_frac x padded)", "ragged us/step", "targets"], rows)
+    if torch_rnn is None:
+        report.verdict("issue 4: >= 2x faster than PyTorch packed", None, "no torch_rnn.json")
+        report.add("PyTorch comparison: no torch_rnn.json given.")
+        report.add()
+        return
+    timings = {t["name"]: t for t in torch_rnn.get("timings", []) if "ms" in t}
+    checks_failed = [c for c in torch_rnn.get("checks", []) if not c.get("ok")]
+    report.add(f"PyTorch {torch_rnn.get('torch', '?')} (cuDNN {torch_rnn.get('cudnn', '?')}) on "
+               f"{torch_rnn.get('device', '?')}: {len(torch_rnn.get('checks', []))} correctness checks, "
+               f"{len(checks_failed)} failed.")
+    report.add()
+    rows = []
+    for name, t in sorted(timings.items()):
+        op, impl, case = split(name)
+        if impl != "ragged":
+            continue
+        packed = timings.get(f"{op}/torch_packed/{case}")
+        torch_padded = timings.get(f"{op}/torch_padded/{case}")
+        speedup = packed["ms"] / t["ms"] if packed else None
+        batch, hidden = int(field(case, "batch") or 0), int(field(case, "hidden") or 0)
+        in_range = batch <= 64 and 256 <= hidden <= 1024
+        check = "-"
+        if speedup is not None:
+            if in_range:
+                check = ">=2x " + report.verdict("issue 4: >= 2x faster than PyTorch packed", speedup >= 2.0)
+            else:
+                check = ">=1x " + report.verdict("issue 4: never slower than PyTorch packed", speedup >= 1.0)
+        rows.append([op, case, fmt(t["ms"]), fmt(packed["ms"]) if packed else "-",
+                     fmt(torch_padded["ms"]) if torch_padded else "-", fmt(speedup), t.get("algo", "-"), check])
+    report.table(["op", "case", "ragged ms", "torch packed ms", "torch padded ms", "packed/ragged time", "algo",
+                  "target"], rows)
+
+
+def attention_section(report, runs):
+    report.add("## Issue 5: variable-length attention")
+    report.add()
+    rows = []
+    for name, run in sorted(runs.items()):
+        op, impl, case = split(name)
+        if op != "attention" or impl != "ragged" or field(case, "tile"):
+            continue
+
+        def other(kind):
+            return runs.get(f"attention/{kind}/{case}")
+
+        def tflops(r):  # the counter is already in TFLOP/s
+            return r.get("TFLOP/s") if r else None
+
+        padded, cublas = other("padded"), other("cublas")
+        jagged, dense, masked = other("torch_jagged"), other("torch_dense"), other("torch_padded_mask")
+        tiles = {t: runs.get(f"attention/ragged/{case}/tile:{t}") for t in (64, 128)}
+        pad = int(case.split("/")[0][len("pad"):])  # cases start with pad<percent>
+        long = "/long/" in f"/{case}/"
+        dim = int(field(case, "dim") or 0)
+        flash = max([x for x in (tflops(jagged), tflops(dense)) if x is not None], default=None)
+        checks = []
+        if long and dim == 128:
+            met = None if flash is None else tflops(run) >= 0.9 * flash
+            checks.append(">=0.9 flash " + report.verdict("issue 5: >= 0.9 x PyTorch flash (long, bf16, d128)", met))
+        if pad == 50 and long:
+            met = None if masked is None else masked["seconds"] / run["seconds"] >= 1.8
+            checks.append(">=1.8x masked SDPA " + report.verdict("issue 5: >= 1.8x padded SDPA with mask at 50%",
+                                                                  met))
+        if pad == 0 and long:
+            met = None if padded is None else run["seconds"] <= 1.05 * padded["seconds"]
+            checks.append("<=1.05 padded " + report.verdict("issue 5: within 5% of padded fused kernel at 0%", met))
+        ratio = lambda r: fmt(r["seconds"] / run["seconds"]) if r else "-"
+        rows.append([case.split("/len")[0].replace("/", " "), field(case, "len"), field(case, "causal"),
+                     fmt(tflops(run)), fmt(flash), ratio(padded), ratio(cublas), ratio(masked),
+                     " / ".join(fmt(tflops(tiles[t])) for t in (64, 128)), fmt(run.get("query_tile")),
+                     "; ".join(checks) if long else "(short: reported only)"])
+    report.table(["padding, length class", "max len", "causal", "ragged TFLOP/s", "torch flash TFLOP/s",
+                  "padded/ragged time", "cublas/ragged time", "masked SDPA/ragged time", "tile 64 / 128 TFLOP/s",
+                  "auto tile", "targets"], rows)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bench", required=True)
+    parser.add_argument("--torch-rnn")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv[1:])
+    try:
+        context, runs = load_runs(args.bench)
+    except (OSError, ValueError) as error:
+        print(f"summarize_targets.py: cannot read {args.bench}: {error}", file=sys.stderr)
+        return 2
+    torch_rnn = None
+    if args.torch_rnn:
+        try:
+            with open(args.torch_rnn) as f:
+                torch_rnn = json.load(f)
+        except (OSError, ValueError) as error:
+            print(f"summarize_targets.py: {args.torch_rnn} left out: {error}", file=sys.stderr)
+
+    report = Report()
+    copy = float(context.get("copy_bytes_per_second", 0) or 0)
+    report.add("# Targets of issues 3, 4 and 5, from one run")
+    report.add()
+    report.add(f"GPU: {context.get('gpu', '?')}; device-to-device copy {copy * 1e-9:.0f} GB/s (read + write, the "
+               f"copy_frac denominator); {len(runs)} benchmark runs read from {args.bench}"
+               + (f"; suites cut short: {context['truncated_suites']}" if context.get("truncated_suites") else "")
+               + ".")
+    report.add()
+    body_start = len(report.lines)
+    segment_section(report, runs)
+    rnn_section(report, runs, torch_rnn)
+    attention_section(report, runs)
+
+    # The verdicts first: per target, how many cases met it.
+    summary = {t: [0, 0, 0] for t in ALL_TARGETS}
+    for target, met, _ in report.verdicts:
+        s = summary.setdefault(target, [0, 0, 0])
+        s[0 if met else (2 if met is None else 1)] += 1
+    head = ["## Verdicts", ""]
+    head += ["| target | cases met | cases missed | no data |", "| --- | --- | --- | --- |"]
+    head += [f"| {t} | {s[0]} | {s[1]} | {s[2] if sum(s) else 'no case in this run'} |" for t, s in summary.items()]
+    head.append("")
+    report.lines[body_start:body_start] = head
+    with open(args.out, "w") as f:
+        f.write("\n".join(report.lines) + "\n")
+    missed = sum(s[1] for s in summary.values())
+    judged = sum(1 for s in summary.values() if s[0] + s[1])
+    print(f"summarize_targets.py: {judged} of {len(summary)} targets judged, {missed} case(s) missed; wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
