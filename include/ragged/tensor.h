@@ -165,6 +165,51 @@ class RaggedTensor {
     return out;
   }
 
+  // The gradient with respect to this tensor's values of reduce(op), given the gradient of its output
+  // [batch, inner...] (segment_reduce_backward): kSum copies it to every token, kMean divides it by the length,
+  // kMax / kMin route it to the token `arg` names (from reduce(op, empty_value, &arg)) and write 0 elsewhere.
+  // Only the offsets of this tensor are used.
+  RaggedTensor reduce_backward(ReduceOp op, const DeviceBuffer<T>& grad_out,
+                               const DeviceBuffer<std::int64_t>* arg = nullptr) const {
+    const std::size_t count = static_cast<std::size_t>(batch_ * inner());
+    if (grad_out.size() != count)
+      throw Error(Status::kInvalidArgument, "reduce_backward: grad_out holds " + std::to_string(grad_out.size()) +
+                                                " values, the reduction has batch * inner = " + std::to_string(count));
+    const bool routed = op == ReduceOp::kMax || op == ReduceOp::kMin;
+    if (routed && (arg == nullptr || arg->size() != count))
+      throw Error(Status::kInvalidArgument, std::string("reduce_backward: ") + reduce_op_name(op) +
+                                                " needs the arg indices of the forward reduction (" +
+                                                std::to_string(count) + " of them)");
+    RaggedTensor grad = empty_like();
+    stream_wait(stream_, grad_out.stream());  // written on its own stream, maybe: order it without a host sync
+    if (routed) stream_wait(stream_, arg->stream());
+    Workspace ws(stream_);
+    run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
+      return ragged::segment_reduce_backward(p, bytes, view(), op, grad_out.data(),
+                                             routed ? arg->data() : nullptr, grad.values_.data(), stream_);
+    });
+    return grad;
+  }
+
+  // Called on y = x.softmax(log): the gradient with respect to x given dL/dy, a tensor of the same shape (its
+  // offsets are taken to be y's; they are not compared, which would need a host sync).
+  RaggedTensor softmax_backward(const RaggedTensor& grad_out, bool log = false) const {
+    if (grad_out.batch_ != batch_ || grad_out.nnz_ != nnz_ || grad_out.inner() != inner())
+      throw Error(Status::kInvalidArgument,
+                  "softmax_backward: grad_out is [" + std::to_string(grad_out.nnz_) + " tokens of " +
+                      std::to_string(grad_out.batch_) + " sequences, inner " + std::to_string(grad_out.inner()) +
+                      "], the softmax output is [" + std::to_string(nnz_) + " of " + std::to_string(batch_) +
+                      ", inner " + std::to_string(inner()) + "]");
+    RaggedTensor grad = empty_like();
+    stream_wait(stream_, grad_out.stream_);
+    Workspace ws(stream_);
+    run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
+      return ragged::segment_softmax_backward(p, bytes, view(), log, values_.data(), grad_out.values_.data(),
+                                              grad.values_.data(), stream_);
+    });
+    return grad;
+  }
+
   // From a padded tensor and the lengths of its sequences (tokens the padded tensor lacks become `fill`).
   static RaggedTensor from_padded(const PaddedTensor<T>& padded, const std::vector<std::int64_t>& lengths,
                                   T fill = T(), Align align = Align::kLeft, Truncate trunc = Truncate::kRight,

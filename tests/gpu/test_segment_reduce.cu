@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "gpu/segment_common.h"
+#include "ragged/tensor.h"
 
 using namespace ragged;
 using namespace ragged::test::segment;
@@ -353,4 +354,34 @@ TEST_CASE("segment_reduce_backward puts the gradient nowhere for an arg outside 
     const std::vector<float> got = device_reduce_backward(dev, op, grad_out, args);
     REQUIRE_BITWISE_EQUAL(got, ref);
   }
+}
+
+TEST_CASE("RaggedTensor::reduce and reduce_backward give the low-level results", "[segment][gpu][tensor]") {
+  auto rng = test::make_rng(408);
+  const std::vector<std::int64_t> lengths = {7, 0, 130, 1, 45};
+  const auto host = test::random_ragged<bfloat16, std::int64_t>(lengths, 6, rng);
+  const DeviceRagged<bfloat16, std::int64_t> dev(host);
+  const auto x = RaggedTensor<bfloat16, std::int64_t>::from_host(host.values, lengths, {2, 3});
+  const std::int64_t count = host.batch * host.inner;
+
+  DeviceBuffer<std::int64_t> arg;
+  const DeviceBuffer<bfloat16> max = x.reduce(ReduceOp::kMax, -1.5f, &arg);
+  const ReduceOutput<bfloat16> want = device_reduce(dev, ReduceOp::kMax, true, -1.5f);
+  REQUIRE_BITWISE_EQUAL(max.to_host(), want.out);
+  REQUIRE(arg.to_host() == want.arg);
+
+  const std::vector<bfloat16> grad_out_host = test::random_values<bfloat16>(static_cast<std::size_t>(count), rng);
+  const DeviceBuffer<bfloat16> grad_out(grad_out_host);
+  for (ReduceOp op : kAllOps) {
+    const RaggedTensor<bfloat16, std::int64_t> grad =
+        x.reduce_backward(op, grad_out, is_extreme(op) ? &arg : nullptr);
+    REQUIRE(grad.nnz() == host.nnz);
+    REQUIRE(grad.inner_dims() == std::vector<std::int64_t>{2, 3});
+    REQUIRE(grad.offsets_to_host() == host.offsets);
+    REQUIRE_BITWISE_EQUAL(grad.values_to_host(),
+                          device_reduce_backward(dev, op, grad_out_host, is_extreme(op) ? want.arg : std::vector<std::int64_t>(count)));
+  }
+  REQUIRE_THROWS_WITH(x.reduce_backward(ReduceOp::kMin, grad_out), Catch::Contains("needs the arg indices"));
+  const DeviceBuffer<bfloat16> short_grad(static_cast<std::size_t>(count - 1));
+  REQUIRE_THROWS_WITH(x.reduce_backward(ReduceOp::kSum, short_grad), Catch::Contains("grad_out holds 29 values"));
 }

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "gpu/segment_common.h"
+#include "ragged/tensor.h"
 
 using namespace ragged;
 using namespace ragged::test::segment;
@@ -345,4 +346,24 @@ TEMPLATE_TEST_CASE("segment workspace sizes do not depend on where the tensors s
     return std::vector<std::size_t>{softmax, backward, reduce};
   };
   REQUIRE(sizes(0) == sizes(1));
+}
+
+TEST_CASE("RaggedTensor::softmax and softmax_backward give the low-level results", "[segment][gpu][tensor]") {
+  auto rng = test::make_rng(509);
+  const std::vector<std::int64_t> lengths = {3, 0, 2000, 1, 64};
+  const auto host = test::random_ragged<half, std::int32_t>(lengths, 5, rng);
+  const DeviceRagged<half, std::int32_t> dev(host);
+  const auto x = RaggedTensor<half, std::int32_t>::from_host(host.values, lengths, {5});
+  const std::vector<half> dy = test::random_values<half>(host.values.size(), rng);
+  const auto grad_out = RaggedTensor<half, std::int32_t>::from_host(dy, lengths, {5});
+  for (const bool log : {false, true}) {
+    const RaggedTensor<half, std::int32_t> y = x.softmax(log);
+    const std::vector<half> want_y = device_softmax(dev, log);
+    REQUIRE_BITWISE_EQUAL(y.values_to_host(), want_y);
+    const RaggedTensor<half, std::int32_t> dx = y.softmax_backward(grad_out, log);
+    REQUIRE(dx.offsets_to_host() == host.offsets);
+    REQUIRE_BITWISE_EQUAL(dx.values_to_host(), device_softmax_backward(dev, log, want_y, dy));
+  }
+  const auto other = RaggedTensor<half, std::int32_t>::from_host(std::vector<half>(10, test::from_double<half>(1.0)), {2}, {5});
+  REQUIRE_THROWS_WITH(x.softmax(false).softmax_backward(other), Catch::Contains("grad_out is [2 tokens of 1"));
 }
