@@ -10,7 +10,7 @@
 //           place, then O = P V with a second batched GEMM
 //   ragged/<case>/tile:64|128  the ragged run with the query tile forced (the plain one uses the automatic choice)
 // Counters: TFLOP/s on real work only (4 * sum(L^2) * head_dim * heads, halved for causal), whatever the
-// implementation computes; peak_bytes = device bytes the variant holds (inputs + outputs + scores + workspace);
+// implementation computes, and peak_frac (that over a bf16 cuBLAS GEMM's rate measured in the run); peak_bytes = device bytes the variant holds (inputs + outputs + scores + workspace);
 // padding_frac, tokens, batch, query_tile (rows per block of the fused kernel). bytes_per_second counts Q, K, V
 // read and O written once (real tokens).
 #include <cublas_v2.h>
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench/attention_cases.h"
+#include "bench/common/compute_peak.h"
 #include "bench/common/device_data.h"
 #include "bench/common/gpu_timer.h"
 #include "bench/common/suite.h"
@@ -40,7 +41,7 @@ using Bf16 = __nv_bfloat16;
 void set_counters(benchmark::State& state, const AttentionCase& c, double peak_bytes) {
   const double io_bytes = 4.0 * static_cast<double>(c.tokens) * c.heads * c.head_dim * sizeof(Bf16);
   set_gpu_traffic(state, io_bytes, peak_bytes);
-  state.counters["TFLOP/s"] = benchmark::Counter(c.flops() * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+  set_gpu_flops(state, c.flops());
   state.counters["padding_frac"] = c.padding_fraction();
   state.counters["tokens"] = static_cast<double>(c.tokens);
   state.counters["batch"] = static_cast<double>(c.batch);

@@ -1,6 +1,7 @@
 // The ragged benchmark program. Registers the CPU suites always and the GPU suites only when a CUDA device
-// exists (saying so plainly when none does), records the device and its copy bandwidth in the JSON context,
-// and runs with a short default --benchmark_min_time so the default suite stays quick.
+// exists (saying so plainly when none does), records the device, its copy bandwidth and its bf16 GEMM rate (the
+// floors' denominators, measured in the run) in the JSON context, and runs with a short default
+// --benchmark_min_time so the default suite stays quick.
 //
 //   ragged_bench                                   default suite
 //   RAGGED_BENCH_FULL=1 ragged_bench               every distribution x inner size x size class
@@ -24,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/compute_peak.h"
 #include "bench/common/gpu_timer.h"
 #include "bench/common/suite.h"
 #include "bench/common/traffic.h"
@@ -31,19 +33,23 @@
 
 namespace {
 
-// Adds the device's name, L2 size, SM count and measured copy bandwidth to the benchmark context.
+// Adds the device's name, L2 size, SM count, measured copy bandwidth and bf16 GEMM rate to the benchmark context.
 void describe_device() {
   int device = 0;
   cudaDeviceProp props{};
   ragged::cuda_check(cudaGetDevice(&device), "cudaGetDevice");
   ragged::cuda_check(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
   const double copy = ragged::bench::copy_bytes_per_second();
-  std::printf("GPU: %s, sm_%d%d, %d SMs, L2 %d MiB, device-to-device copy %.0f GB/s (read + write)\n", props.name,
-              props.major, props.minor, props.multiProcessorCount, props.l2CacheSize >> 20, copy * 1e-9);
+  const double gemm = ragged::bench::bf16_gemm_flops_per_second();
+  std::printf("GPU: %s, sm_%d%d, %d SMs, L2 %d MiB, device-to-device copy %.0f GB/s (read + write), bf16 GEMM "
+              "%.0f TFLOP/s (cuBLAS, 8192^3)\n",
+              props.name, props.major, props.minor, props.multiProcessorCount, props.l2CacheSize >> 20, copy * 1e-9,
+              gemm * 1e-12);
   benchmark::AddCustomContext("gpu", props.name);
   benchmark::AddCustomContext("gpu_compute_capability", std::to_string(props.major) + "." + std::to_string(props.minor));
   benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(props.l2CacheSize));
   benchmark::AddCustomContext("copy_bytes_per_second", std::to_string(copy));
+  benchmark::AddCustomContext("bf16_gemm_flops_per_second", std::to_string(gemm));
 }
 
 // The JSON file reporter, flushed after each benchmark: the stock one writes its file only as its buffer fills.

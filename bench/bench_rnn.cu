@@ -8,8 +8,9 @@
 //           i.e. rnn_forward with every length = max_len (same kernels, same path choice)
 // Both time the whole call (packing order, input projection, recurrence). Counters: tokens, padded_tokens,
 // real_frac = tokens / padded tokens (the issue's target: ragged time <= 1.15 x real_frac x padded time),
-// steps (the longest length), algo (1 per-step, 2 persistent), and peak_bytes = input + output + final
-// states + workspace (the weights, the same for both, are left out).
+// steps (the longest length), us_per_step (time / steps), algo (1 per-step, 2 persistent), TFLOP/s of the real
+// tokens' work and peak_frac (over the bf16 GEMM rate measured in the run; bench/common/compute_peak.h), and
+// peak_bytes = input + output + final states + workspace (the weights, the same for both, are left out).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/compute_peak.h"
 #include "bench/common/distributions.h"
 #include "bench/common/device_data.h"
 #include "bench/common/gpu_timer.h"
@@ -121,6 +123,14 @@ void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl) {
     state.counters["real_frac"] = c.max_len == 0 ? 1.0 : static_cast<double>(c.tokens) / (c.batch * c.max_len);
     state.counters["steps"] = static_cast<double>(c.max_len);
     state.counters["algo"] = static_cast<double>(static_cast<int>(algo));
+    // Real work only (the padded run's extra tokens do not count): input projection and recurrent product,
+    // 2 * tokens * gates * H * (input + H).
+    set_gpu_flops(state, 2.0 * static_cast<double>(c.tokens) * static_cast<double>(G * H) * static_cast<double>(2 * H));
+    // Time per step of the recurrence (iteration time / steps; the projection GEMM is included).
+    if (c.max_len > 0)
+      state.counters["us_per_step"] = benchmark::Counter(static_cast<double>(c.max_len) * 1e-6,
+                                                          benchmark::Counter::kIsIterationInvariantRate |
+                                                              benchmark::Counter::kInvert);
   });
 }
 

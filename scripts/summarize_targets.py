@@ -237,10 +237,10 @@ def attention_section(report, runs):
             checks.append("<=1.05 padded " + report.verdict("issue 5: within 5% of padded fused kernel at 0%", met))
         ratio = lambda r: fmt(r["seconds"] / run["seconds"]) if r else "-"
         rows.append([case.split("/len")[0].replace("/", " "), field(case, "len"), field(case, "causal"),
-                     fmt(tflops(run)), fmt(flash), ratio(padded), ratio(cublas), ratio(masked),
+                     fmt(tflops(run)), fmt(run.get("peak_frac")), fmt(flash), ratio(padded), ratio(cublas), ratio(masked),
                      " / ".join(fmt(tflops(tiles[t])) for t in (64, 128)), fmt(run.get("query_tile")),
                      "; ".join(checks) if long else "(short: reported only)"])
-    report.table(["padding, length class", "max len", "causal", "ragged TFLOP/s", "torch flash TFLOP/s",
+    report.table(["padding, length class", "max len", "causal", "ragged TFLOP/s", "of GEMM peak", "torch flash TFLOP/s",
                   "padded/ragged time", "cublas/ragged time", "masked SDPA/ragged time", "tile 64 / 128 TFLOP/s",
                   "auto tile", "targets"], rows)
 
@@ -266,10 +266,12 @@ def main(argv):
 
     report = Report()
     copy = float(context.get("copy_bytes_per_second", 0) or 0)
+    gemm = float(context.get("bf16_gemm_flops_per_second", 0) or 0)
     report.add("# Targets of issues 3, 4 and 5, from one run")
     report.add()
     report.add(f"GPU: {context.get('gpu', '?')}; device-to-device copy {copy * 1e-9:.0f} GB/s (read + write, the "
-               f"copy_frac denominator); {len(runs)} benchmark runs read from {args.bench}"
+               f"copy_frac denominator); bf16 GEMM {gemm * 1e-12:.0f} TFLOP/s (cuBLAS 8192^3, the peak_frac "
+               f"denominator); {len(runs)} benchmark runs read from {args.bench}"
                + (f"; suites cut short: {context['truncated_suites']}" if context.get("truncated_suites") else "")
                + ".")
     report.add()
