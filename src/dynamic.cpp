@@ -8,6 +8,7 @@
 #include "ragged/attention.h"
 #include "ragged/convert.h"
 #include "ragged/offsets.h"
+#include "ragged/packing.h"
 #include "ragged/rnn.h"
 
 namespace ragged {
@@ -51,6 +52,20 @@ Status with_any_type(DType dtype, const char* op, F&& f) {
   return unsupported(op, "element type", dtype);
 }
 
+// Calls f(T{}) for the element types pack / unpack support (every type but bool).
+template <typename F>
+Status with_packable_type(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat16: return f(half{});
+    case DType::kBFloat16: return f(bfloat16{});
+    case DType::kInt32: return f(std::int32_t{});
+    case DType::kInt64: return f(std::int64_t{});
+    case DType::kUInt8: return f(std::uint8_t{});
+    default: return unsupported(op, "element type", dtype);
+  }
+}
+
 // Calls f(T{}) for the floating-point types of the segment ops.
 template <typename F>
 Status with_float_type(DType dtype, const char* op, F&& f) {
@@ -72,6 +87,19 @@ template <typename T>
 HeadsView<T> heads_view(T* data, std::int64_t token_stride, std::int64_t head_stride, int heads, int head_dim) {
   return HeadsView<T>{data, token_stride != 0 ? token_stride : std::int64_t{heads} * head_dim,
                       head_stride != 0 ? head_stride : std::int64_t{head_dim}};
+}
+
+template <typename OffsetT>
+PackedLayout<OffsetT> packed_layout_of(const PackedLayoutDesc& d) {
+  PackedLayout<OffsetT> layout;
+  layout.batch = d.batch;
+  layout.max_steps = d.max_steps;
+  layout.sorted_indices = d.sorted_indices;
+  layout.unsorted_indices = d.unsorted_indices;
+  layout.sorted_lengths = static_cast<OffsetT*>(d.sorted_lengths);
+  layout.batch_sizes = static_cast<OffsetT*>(d.batch_sizes);
+  layout.step_offsets = static_cast<OffsetT*>(d.step_offsets);
+  return layout;
 }
 
 template <typename OffsetT>
@@ -233,6 +261,43 @@ Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes,
       a.causal = d.causal;
       a.query_tile = d.query_tile;
       return ragged::varlen_attention_forward(d_workspace, workspace_bytes, a, stream);
+    });
+  });
+}
+
+Status packing_order(void* d_workspace, std::size_t& workspace_bytes, DType offset_dtype, const void* d_offsets,
+                     std::int64_t batch, const PackedLayoutDesc& layout, CheckResult* d_check, cudaStream_t stream) {
+  return with_offset_type(offset_dtype, "packing_order", [&](auto offset_tag) {
+    using OffsetT = decltype(offset_tag);
+    return ragged::packing_order(d_workspace, workspace_bytes, static_cast<const OffsetT*>(d_offsets), batch,
+                                 packed_layout_of<OffsetT>(layout), d_check, stream);
+  });
+}
+
+Status pack_sequences(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& src,
+                      const PackedLayoutDesc& layout, void* d_packed, cudaStream_t stream) {
+  const char* name = "pack_sequences";
+  return with_offset_type(src.offset_dtype, name, [&](auto offset_tag) {
+    using OffsetT = decltype(offset_tag);
+    return with_packable_type(src.dtype, name, [&](auto value_tag) {
+      using T = decltype(value_tag);
+      return ragged::pack_sequences(d_workspace, workspace_bytes, view_of<T, OffsetT>(src),
+                                    packed_layout_of<OffsetT>(layout), static_cast<T*>(d_packed), stream);
+    });
+  });
+}
+
+Status unpack_sequences(void* d_workspace, std::size_t& workspace_bytes, const void* d_packed,
+                        const PackedLayoutDesc& layout, const RaggedDesc& dst, void* d_values, cudaStream_t stream) {
+  const char* name = "unpack_sequences";
+  return with_offset_type(dst.offset_dtype, name, [&](auto offset_tag) {
+    using OffsetT = decltype(offset_tag);
+    return with_packable_type(dst.dtype, name, [&](auto value_tag) {
+      using T = decltype(value_tag);
+      RaggedView<T, OffsetT> out{static_cast<T*>(d_values), static_cast<const OffsetT*>(dst.offsets), dst.batch,
+                                 dst.nnz, dst.inner};
+      return ragged::unpack_sequences(d_workspace, workspace_bytes, static_cast<const T*>(d_packed),
+                                      packed_layout_of<OffsetT>(layout), out, stream);
     });
   });
 }

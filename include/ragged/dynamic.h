@@ -12,6 +12,7 @@
 #include "ragged/check.h"
 #include "ragged/convert.h"
 #include "ragged/dtype.h"
+#include "ragged/packing.h"
 #include "ragged/rnn.h"
 #include "ragged/segment_reduce.h"
 #include "ragged/status.h"
@@ -108,6 +109,31 @@ struct AttentionDesc {
 
 Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes, const AttentionDesc& desc,
                                 cudaStream_t stream);
+
+// Packing order for recurrent layers (packing.h). The layout's length arrays are of the offsets' dtype.
+struct PackedLayoutDesc {
+  std::int64_t batch = 0;
+  std::int64_t max_steps = 0;
+  std::int64_t* sorted_indices = nullptr;    // [batch]
+  std::int64_t* unsorted_indices = nullptr;  // [batch]
+  void* sorted_lengths = nullptr;            // [batch]
+  void* batch_sizes = nullptr;               // [max_steps]
+  void* step_offsets = nullptr;              // [max_steps + 1]
+};
+
+// offset_dtype: kInt32 or kInt64, for d_offsets and the layout's length arrays.
+Status packing_order(void* d_workspace, std::size_t& workspace_bytes, DType offset_dtype, const void* d_offsets,
+                     std::int64_t batch, const PackedLayoutDesc& layout, CheckResult* d_check, cudaStream_t stream);
+
+// src.dtype: kFloat32, kFloat16, kBFloat16, kInt32, kInt64 or kUInt8; the layout's arrays are of
+// src.offset_dtype. d_packed holds src.nnz rows of src.dtype.
+Status pack_sequences(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& src,
+                      const PackedLayoutDesc& layout, void* d_packed, cudaStream_t stream);
+
+// The inverse: d_values (dst's values, [dst.nnz, dst.inner] of dst.dtype; dst.values is ignored) from the packed
+// rows.
+Status unpack_sequences(void* d_workspace, std::size_t& workspace_bytes, const void* d_packed,
+                        const PackedLayoutDesc& layout, const RaggedDesc& dst, void* d_values, cudaStream_t stream);
 
 // Packed LSTM / GRU forward (rnn.h) described at run time: the fields of RnnArgs, with void pointers of `dtype`
 // (kFloat32, kFloat16 or kBFloat16; the input's RaggedDesc must have the same dtype).

@@ -143,3 +143,24 @@ TEST_CASE("dynamic rnn_forward names a dtype mismatch and forwards the typed op'
   REQUIRE(dynamic::rnn_forward(nullptr, bytes, r, nullptr) == Status::kNullPointer);
   REQUIRE(std::string(last_error_message()).find("weights[1].w_hh") != std::string::npos);
 }
+
+TEST_CASE("dynamic packing entry points name an unsupported dtype", "[dynamic][errors][packing]") {
+  std::size_t bytes = 0;
+  dynamic::PackedLayoutDesc layout;
+  REQUIRE(dynamic::packing_order(nullptr, bytes, DType::kFloat16, nullptr, 0, layout, nullptr, nullptr) ==
+          Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "packing_order: no kernel for offset type float16");
+  dynamic::RaggedDesc desc;
+  desc.dtype = DType::kBool;
+  REQUIRE(dynamic::pack_sequences(nullptr, bytes, desc, layout, nullptr, nullptr) == Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "pack_sequences: no kernel for element type bool");
+  REQUIRE(dynamic::unpack_sequences(nullptr, bytes, nullptr, layout, desc, nullptr, nullptr) ==
+          Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "unpack_sequences: no kernel for element type bool");
+  // A supported type reaches the typed op's checks: the layout's batch must match.
+  desc.dtype = DType::kUInt8;
+  desc.batch = 3;
+  layout.batch = 2;
+  REQUIRE(dynamic::pack_sequences(nullptr, bytes, desc, layout, nullptr, nullptr) != Status::kSuccess);
+  REQUIRE(std::string(last_error_message()).find("batch") != std::string::npos);
+}

@@ -6,6 +6,7 @@
 #include "ragged/convert.h"
 #include "ragged/dynamic.h"
 #include "ragged/offsets.h"
+#include "ragged/reference.h"
 #include "ragged/segment_reduce.h"
 
 using namespace ragged;
@@ -190,4 +191,51 @@ TEST_CASE("dynamic attention matches the typed op, dense strides by default", "[
   REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) { return varlen_attention_forward(p, bytes, a, nullptr); }));
   REQUIRE_BITWISE_EQUAL(o_dynamic.to_host(), o_typed.to_host());
   REQUIRE_BITWISE_EQUAL(lse_dynamic.to_host(), lse_typed.to_host());
+}
+
+TEST_CASE("dynamic packing_order, pack and unpack match the reference", "[dynamic][gpu][packing]") {
+  auto rng = test::make_rng(74);
+  const std::vector<std::int64_t> lengths{3, 0, 7, 7, 1, 5};
+  const std::int64_t batch = static_cast<std::int64_t>(lengths.size()), max_steps = 9, inner = 3;
+  std::vector<std::int64_t> offsets(lengths.size() + 1);
+  REQUIRE_OK(lengths_to_offsets_host(lengths.data(), batch, offsets.data()));
+  const std::int64_t nnz = offsets.back();
+  DeviceBuffer<std::int64_t> d_offsets(offsets);
+  DeviceBuffer<std::int64_t> sorted_indices(batch), unsorted_indices(batch), sorted_lengths(batch);
+  DeviceBuffer<std::int64_t> batch_sizes(max_steps), step_offsets(max_steps + 1);
+  for (auto* buffer : {&sorted_indices, &unsorted_indices, &sorted_lengths, &batch_sizes, &step_offsets})
+    test::poison(*buffer);
+  const dynamic::PackedLayoutDesc layout{batch,
+                                         max_steps,
+                                         sorted_indices.data(),
+                                         unsorted_indices.data(),
+                                         sorted_lengths.data(),
+                                         batch_sizes.data(),
+                                         step_offsets.data()};
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return dynamic::packing_order(p, bytes, DType::kInt64, d_offsets.data(), batch, layout, nullptr, nullptr);
+  }));
+  const auto want = reference::packing_order(offsets.data(), batch, max_steps);
+  REQUIRE(sorted_indices.to_host() == want.sorted_indices);
+  REQUIRE(unsorted_indices.to_host() == want.unsorted_indices);
+  REQUIRE(sorted_lengths.to_host() == want.sorted_lengths);
+  REQUIRE(batch_sizes.to_host() == want.batch_sizes);
+  REQUIRE(step_offsets.to_host() == want.step_offsets);
+
+  const std::vector<std::uint8_t> values = test::random_values<std::uint8_t>(static_cast<std::size_t>(nnz * inner), rng);
+  DeviceBuffer<std::uint8_t> d_values(values), packed(values.size()), unpacked(values.size());
+  test::poison(packed);
+  test::poison(unpacked);
+  const dynamic::RaggedDesc desc{DType::kUInt8, DType::kInt64, d_values.data(), d_offsets.data(), batch, nnz, inner};
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return dynamic::pack_sequences(p, bytes, desc, layout, packed.data(), nullptr);
+  }));
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return dynamic::unpack_sequences(p, bytes, packed.data(), layout, desc, unpacked.data(), nullptr);
+  }));
+  std::vector<std::uint8_t> want_packed(values.size());
+  reference::pack_sequences(RaggedView<const std::uint8_t, std::int64_t>{values.data(), offsets.data(), batch, nnz, inner},
+                            want, want_packed.data());
+  REQUIRE(packed.to_host() == want_packed);
+  REQUIRE(unpacked.to_host() == values);
 }
