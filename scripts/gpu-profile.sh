@@ -78,6 +78,7 @@ log="$out/profile.log"
 csv="$out/profile.csv"
 : >"$csv"
 not_run=()
+counters_unavailable=""  # set when ncu cannot read the counters here: the cases left are not run
 unknown_metrics=()
 
 left() { echo $((deadline - ($(date +%s) - start_time) - 15)); }
@@ -100,6 +101,10 @@ if [ "$dry_run" != "1" ]; then
     if grep -qx "${metric%%.*}" <<<"$known"; then kept+=("$metric"); else unknown_metrics+=("$metric"); fi
   done
   metrics=("${kept[@]}")
+  if [ ${#kept[@]} -eq 0 ] && grep -qE "Failed to initialize the profiler|LibraryNotLoaded|ERR_NVGPUCTRPERM" "$log"; then
+    counters_unavailable=$(grep -ohE "Failed to initialize the profiler.*|ERR_NVGPUCTRPERM.*" "$log" | head -n 1)
+    unknown_metrics=()
+  fi
 fi
 metric_list=$(IFS=,; echo "${metrics[*]}")
 
@@ -115,13 +120,18 @@ selected=${RAGGED_PROFILE_CASES:-}
 for entry in "${cases[@]}"; do
   IFS='|' read -r name suite bench kernels skip count <<<"$entry"
   if [ -n "$selected" ] && [[ " $selected " != *" $name "* ]]; then continue; fi
+  if [ -n "${counters_unavailable:-}" ]; then
+    not_run+=("$name")
+    continue
+  fi
   limit=$(left)
   if [ "$limit" -lt 20 ]; then
     not_run+=("$name")
     continue
   fi
   if [ "$limit" -gt "$case_timeout" ]; then limit=$case_timeout; fi
-  command=(ncu --csv --page raw --print-units base --metrics "$metric_list" --kernel-name "$kernels" --launch-skip "$skip"
+  # --clock-control none: profile at the clocks the benchmarks run at (ncu would otherwise lock them to base).
+  command=(ncu --clock-control none --csv --page raw --print-units base --metrics "$metric_list" --kernel-name "$kernels" --launch-skip "$skip"
            --launch-count "$count" "$build/bench/ragged_bench" "--benchmark_filter=^${bench}\$"
            --benchmark_min_time=0.01 --benchmark_repetitions=1)
   echo "== $name (suite $suite, timeout ${limit}s): RAGGED_BENCH_SUITES=$suite ${command[*]}" >>"$log"
@@ -140,14 +150,19 @@ for entry in "${cases[@]}"; do
   grep -v '^"' "$out/.case.out" >>"$log" || true
   echo "-> rc=$rc" >>"$log"
   if [ "$rc" -ne 0 ]; then not_run+=("$name (rc=$rc)"); fi
+  # Where ncu cannot read the counters at all (seen on gVisor machines: "Failed to initialize the profiler:
+  # LibraryNotLoaded"), every case would fail the same way: stop and say so.
+  if [ "$rc" -ne 0 ] && grep -qE "Failed to initialize the profiler|LibraryNotLoaded|ERR_NVGPUCTRPERM" "$out/.case.out" "$log"; then
+    counters_unavailable=$(grep -ohE "Failed to initialize the profiler[^\"]*|ERR_NVGPUCTRPERM[^\"]*" "$out/.case.out" "$log" | head -n 1)
+  fi
 done
 rm -f "$out/.case.out"
 if [ "$dry_run" = "1" ]; then exit $((missing > 0)); fi
 
-python3 - "$csv" "$out/profile.md" "${#not_run[@]}" "${not_run[@]}" -- "${unknown_metrics[@]}" <<'PY'
+python3 - "$csv" "$out/profile.md" "${counters_unavailable:-}" "${#not_run[@]}" "${not_run[@]}" -- "${unknown_metrics[@]}" <<'PY'
 import csv, sys
-path, md = sys.argv[1], sys.argv[2]
-rest = sys.argv[3:]
+path, md, unavailable = sys.argv[1], sys.argv[2], sys.argv[3]
+rest = sys.argv[4:]
 count = int(rest[0])
 not_run = rest[1:1 + count]
 unknown = rest[rest.index("--") + 1:]
@@ -190,6 +205,9 @@ with open(md, "w") as f:
     for case, row in rows:
         kernel = row.get("Kernel Name", "?").split("(")[0].split("<")[0].split("::")[-1].split(" ")[-1]
         f.write(f"| {case} | {kernel} | " + " | ".join(value(row, c[1], c[2]) for c in columns) + " |\n")
+    if unavailable:
+        f.write(f"\nncu cannot read the hardware counters on this machine ({unavailable}); the cases after it "
+                "were not run.\n")
     if not rows:
         f.write("\nNo kernel was profiled: see profile.log.\n")
     if not_run:
