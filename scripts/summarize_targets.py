@@ -73,7 +73,8 @@ def field(case, key):
 class Report:
     def __init__(self):
         self.lines = []
-        self.verdicts = []  # (target, met: True / False / None)
+        self.verdicts = []  # (target, met: True / False / None, case)
+        self.worst = {}  # target -> (margin, value, limit, case) of the worst case (furthest below its limit)
 
     def add(self, text=""):
         self.lines.append(text)
@@ -85,9 +86,16 @@ class Report:
             self.add("| " + " | ".join(str(c) for c in row) + " |")
         self.add()
 
-    def verdict(self, target, met, detail=""):
+    def judge(self, target, value, limit, case, at_least=True):
+        """Records whether value >= limit (at_least) or value <= limit for one case; None: no data."""
         assert target in ALL_TARGETS, target
-        self.verdicts.append((target, met, detail))
+        met = None if value is None else (value >= limit if at_least else value <= limit)
+        self.verdicts.append((target, met, case))
+        if met is not None:
+            margin = value / limit if at_least else limit / value  # < 1: missed by that factor
+            worst = self.worst.get(target)
+            if worst is None or margin < worst[0]:
+                self.worst[target] = (margin, value, limit, case)
         return "no data" if met is None else ("met" if met else "MISSED")
 
 
@@ -102,7 +110,7 @@ def fmt(x, digits=3):
 def segment_section(report, runs):
     report.add("## Issue 3: segment reductions and softmax")
     report.add()
-    rows, cub_fast, cub_never, sum_max_frac, softmax_frac = [], [], [], [], []
+    rows = []
     for name, run in sorted(runs.items()):
         op, impl, case = split(name)
         if not op.startswith("segment_") or impl != "ragged":
@@ -120,28 +128,20 @@ def segment_section(report, runs):
                       if padded and run.get("peak_bytes") and padded.get("peak_bytes") else None)
         checks = []
         if op in ("segment_sum", "segment_max") and frac is not None:
-            met = frac >= 0.85
-            sum_max_frac.append(met)
-            checks.append(f"copy_frac>=0.85 {report.verdict('issue 3: sum/max copy_frac >= 0.85', met)}")
+            checks.append("copy_frac>=0.85 " + report.judge("issue 3: sum/max copy_frac >= 0.85", frac, 0.85, name))
         if op == "segment_softmax" and frac is not None and not one_huge:
-            met = frac >= 0.75
-            softmax_frac.append(met)
-            checks.append(f"copy_frac>=0.75 {report.verdict('issue 3: softmax copy_frac >= 0.75', met)}")
+            checks.append("copy_frac>=0.75 " + report.judge("issue 3: softmax copy_frac >= 0.75", frac, 0.75, name))
         if over_cub is not None:
             if tiny or one_huge:
-                met = over_cub >= 2.0
-                cub_fast.append(met)
-                checks.append(f">=2x cub {report.verdict('issue 3: >= 2x CUB (tiny rows, one huge row)', met)}")
-            met = over_cub >= 1.0
-            cub_never.append(met)
-            checks.append(f">=cub {report.verdict('issue 3: never slower than CUB', met)}")
+                checks.append(">=2x cub " + report.judge("issue 3: >= 2x CUB (tiny rows, one huge row)", over_cub, 2.0,
+                                                         name))
+            checks.append(">=cub " + report.judge("issue 3: never slower than CUB", over_cub, 1.0, name))
         label = "tiny" if tiny else regime
         rows.append([op, label, field(case, "inner"), field(case, "dtype") or "f32", fmt(run["seconds"] * 1e6),
                      fmt(run.get("bytes_per_second", 0) * 1e-9), fmt(frac), fmt(over_cub), fmt(over_padded),
                      fmt(peak_ratio), "; ".join(checks)])
     report.table(["op", "regime", "D", "dtype", "ragged us", "GB/s", "copy_frac", "cub/ragged time",
                   "padded/ragged time", "padded/ragged peak", "targets"], rows)
-    return sum_max_frac, softmax_frac, cub_fast, cub_never
 
 
 def rnn_section(report, runs, torch_rnn):
@@ -157,12 +157,12 @@ def rnn_section(report, runs, torch_rnn):
         checks, time_ratio, peak_ratio = [], None, None
         if padded and real:
             time_ratio = run["seconds"] / (real * padded["seconds"])
-            checks.append("time " + report.verdict("issue 4: ragged time <= 1.15 x real_frac x padded",
-                                                   time_ratio <= 1.15))
+            checks.append("time " + report.judge("issue 4: ragged time <= 1.15 x real_frac x padded", time_ratio,
+                                                 1.15, name, at_least=False))
             if run.get("peak_bytes") and padded.get("peak_bytes"):
                 peak_ratio = run["peak_bytes"] / (real * padded["peak_bytes"])
-                checks.append("peak " + report.verdict("issue 4: ragged peak <= 1.1 x real_frac x padded",
-                                                       peak_ratio <= 1.1))
+                checks.append("peak " + report.judge("issue 4: ragged peak <= 1.1 x real_frac x padded", peak_ratio,
+                                                     1.1, name, at_least=False))
         steps = run.get("steps")
         rows.append([op, case, fmt(run["seconds"] * 1e3), fmt(padded["seconds"] * 1e3) if padded else "-",
                      fmt(real), fmt(time_ratio), fmt(peak_ratio),
@@ -170,7 +170,7 @@ def rnn_section(report, runs, torch_rnn):
     report.table(["op", "case", "ragged ms", "padded ms", "real_frac", "time / (real_frac x padded)",
                   "peak / (real_frac x padded)", "ragged us/step", "targets"], rows)
     if torch_rnn is None:
-        report.verdict("issue 4: >= 2x faster than PyTorch packed", None, "no torch_rnn.json")
+        report.judge("issue 4: >= 2x faster than PyTorch packed", None, 2.0, "no torch_rnn.json")
         report.add("PyTorch comparison: no torch_rnn.json given.")
         report.add()
         return
@@ -193,9 +193,9 @@ def rnn_section(report, runs, torch_rnn):
         check = "-"
         if speedup is not None:
             if in_range:
-                check = ">=2x " + report.verdict("issue 4: >= 2x faster than PyTorch packed", speedup >= 2.0)
+                check = ">=2x " + report.judge("issue 4: >= 2x faster than PyTorch packed", speedup, 2.0, name)
             else:
-                check = ">=1x " + report.verdict("issue 4: never slower than PyTorch packed", speedup >= 1.0)
+                check = ">=1x " + report.judge("issue 4: never slower than PyTorch packed", speedup, 1.0, name)
         rows.append([op, case, fmt(t["ms"]), fmt(packed["ms"]) if packed else "-",
                      fmt(torch_padded["ms"]) if torch_padded else "-", fmt(speedup), t.get("algo", "-"), check])
     report.table(["op", "case", "ragged ms", "torch packed ms", "torch padded ms", "packed/ragged time", "algo",
@@ -226,15 +226,17 @@ def attention_section(report, runs):
         flash = max([x for x in (tflops(jagged), tflops(dense)) if x is not None], default=None)
         checks = []
         if long and dim == 128:
-            met = None if flash is None else tflops(run) >= 0.9 * flash
-            checks.append(">=0.9 flash " + report.verdict("issue 5: >= 0.9 x PyTorch flash (long, bf16, d128)", met))
+            of_flash = None if flash is None or tflops(run) is None else tflops(run) / flash
+            checks.append(">=0.9 flash " + report.judge("issue 5: >= 0.9 x PyTorch flash (long, bf16, d128)",
+                                                        of_flash, 0.9, name))
         if pad == 50 and long:
-            met = None if masked is None else masked["seconds"] / run["seconds"] >= 1.8
-            checks.append(">=1.8x masked SDPA " + report.verdict("issue 5: >= 1.8x padded SDPA with mask at 50%",
-                                                                  met))
+            speedup = None if masked is None else masked["seconds"] / run["seconds"]
+            checks.append(">=1.8x masked SDPA " + report.judge("issue 5: >= 1.8x padded SDPA with mask at 50%",
+                                                                speedup, 1.8, name))
         if pad == 0 and long:
-            met = None if padded is None else run["seconds"] <= 1.05 * padded["seconds"]
-            checks.append("<=1.05 padded " + report.verdict("issue 5: within 5% of padded fused kernel at 0%", met))
+            slowdown = None if padded is None else run["seconds"] / padded["seconds"]
+            checks.append("<=1.05 padded " + report.judge("issue 5: within 5% of padded fused kernel at 0%",
+                                                          slowdown, 1.05, name, at_least=False))
         ratio = lambda r: fmt(r["seconds"] / run["seconds"]) if r else "-"
         rows.append([case.split("/len")[0].replace("/", " "), field(case, "len"), field(case, "causal"),
                      fmt(tflops(run)), fmt(run.get("peak_frac")), fmt(flash), ratio(padded), ratio(cublas), ratio(masked),
@@ -286,8 +288,12 @@ def main(argv):
         s = summary.setdefault(target, [0, 0, 0])
         s[0 if met else (2 if met is None else 1)] += 1
     head = ["## Verdicts", ""]
-    head += ["| target | cases met | cases missed | no data |", "| --- | --- | --- | --- |"]
-    head += [f"| {t} | {s[0]} | {s[1]} | {s[2] if sum(s) else 'no case in this run'} |" for t, s in summary.items()]
+    head += ["| target | cases met | cases missed | no data | worst case: value (limit) |",
+             "| --- | --- | --- | --- | --- |"]
+    for t, s in summary.items():
+        worst = report.worst.get(t)
+        far = f"{worst[1]:.3g} ({worst[2]:g}) {worst[3]}" if worst else "-"
+        head.append(f"| {t} | {s[0]} | {s[1]} | {s[2] if sum(s) else 'no case in this run'} | {far} |")
     head.append("")
     report.lines[body_start:body_start] = head
     with open(args.out, "w") as f:
