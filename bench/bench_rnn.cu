@@ -6,6 +6,8 @@
 //   ragged  rnn_forward on the ragged batch: every step covers only the sequences still running
 //   padded  what a user without packing runs: the same layer over the padded batch [batch, max_len, input],
 //           i.e. rnn_forward with every length = max_len (same kernels, same path choice)
+//   ragged/<case>/algo:per_step  the ragged run with the per-step path forced (the plain one takes kAuto's
+//           choice, the persistent kernel wherever the weights fit), to check that choice on the GPU
 // Both time the whole call (packing order, input projection, recurrence). Counters: tokens, padded_tokens,
 // real_frac = tokens / padded tokens (the issue's target: ragged time <= 1.15 x real_frac x padded time),
 // steps (the longest length), us_per_step (time / steps), algo (1 per-step, 2 persistent), TFLOP/s of the real
@@ -68,7 +70,7 @@ RnnCase make_case(RnnMode mode, LengthDistribution distribution, std::int64_t ba
 }
 
 template <typename T>
-void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl) {
+void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo requested) {
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
     CublasHandle cublas;
@@ -108,11 +110,12 @@ void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl) {
     args.hn = hn.data();
     args.cn = lstm ? cn.data() : nullptr;
     args.cublas = cublas.get();
+    args.algo = requested;
     std::size_t ws_bytes = 0;
     if (!ok_or_skip(state, rnn_forward(nullptr, ws_bytes, args, stream), "workspace query")) return;
     DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
     RnnAlgo algo = RnnAlgo::kAuto;
-    if (!ok_or_skip(state, rnn_select_algo<T>(desc, RnnAlgo::kAuto, algo), "rnn_select_algo")) return;
+    if (!ok_or_skip(state, rnn_select_algo<T>(desc, requested, algo), "rnn_select_algo")) return;
     time_on_gpu(state, [&](cudaStream_t st) { return rnn_forward(ws.data(), ws_bytes, args, st); });
     // Floor bytes: the input read once and the output written once (the recurrence is latency-bound).
     set_gpu_traffic(state, static_cast<double>(input.bytes() + output.bytes()),
@@ -158,10 +161,15 @@ void register_rnn_gpu() {
     for (const RnnImpl impl : {RnnImpl::kRagged, RnnImpl::kPadded}) {
       const char* impl_name = impl == RnnImpl::kRagged ? "ragged" : "padded";
       register_gpu_benchmark(c.name(impl_name), [shared, impl](benchmark::State& st) {
-        if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl);
-        else bench_rnn<float>(st, *shared, impl);
+        if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl, RnnAlgo::kAuto);
+        else bench_rnn<float>(st, *shared, impl, RnnAlgo::kAuto);
       });
     }
+    // The per-step path forced, to check kAuto's choice (persistent where the weights fit) against it.
+    register_gpu_benchmark(c.name("ragged") + "/algo:per_step", [shared](benchmark::State& st) {
+      if (shared->bf16) bench_rnn<bfloat16>(st, *shared, RnnImpl::kRagged, RnnAlgo::kPerStep);
+      else bench_rnn<float>(st, *shared, RnnImpl::kRagged, RnnAlgo::kPerStep);
+    });
   }
 }
 

@@ -150,9 +150,10 @@ def rnn_section(report, runs, torch_rnn):
     rows = []
     for name, run in sorted(runs.items()):
         op, impl, case = split(name)
-        if not op.startswith("rnn_") or impl != "ragged":
+        if not op.startswith("rnn_") or impl != "ragged" or field(case, "algo"):
             continue
         padded = runs.get(f"{op}/padded/{case}")
+        per_step = runs.get(f"{op}/ragged/{case}/algo:per_step")
         real = run.get("real_frac")
         checks, time_ratio, peak_ratio = [], None, None
         if padded and real:
@@ -164,11 +165,15 @@ def rnn_section(report, runs, torch_rnn):
                 checks.append("peak " + report.judge("issue 4: ragged peak <= 1.1 x real_frac x padded", peak_ratio,
                                                      1.1, name, at_least=False))
         steps = run.get("steps")
-        rows.append([op, case, fmt(run["seconds"] * 1e3), fmt(padded["seconds"] * 1e3) if padded else "-",
-                     fmt(real), fmt(time_ratio), fmt(peak_ratio),
-                     fmt(run["seconds"] * 1e6 / steps) if steps else "-", "; ".join(checks)])
-    report.table(["op", "case", "ragged ms", "padded ms", "real_frac", "time / (real_frac x padded)",
-                  "peak / (real_frac x padded)", "ragged us/step", "targets"], rows)
+        algo = {1: "per-step", 2: "persistent"}.get(int(run.get("algo", 0)), "?")
+        rows.append([op, case, fmt(run["seconds"] * 1e3), algo,
+                     fmt(per_step["seconds"] * 1e3) if per_step else "-",
+                     fmt(padded["seconds"] * 1e3) if padded else "-", fmt(real), fmt(time_ratio), fmt(peak_ratio),
+                     fmt(run["seconds"] * 1e6 / steps) if steps else "-", fmt(run.get("peak_frac")),
+                     "; ".join(checks)])
+    report.table(["op", "case", "ragged ms", "path", "per-step forced ms", "padded ms", "real_frac",
+                  "time / (real_frac x padded)", "peak / (real_frac x padded)", "ragged us/step", "of GEMM peak",
+                  "targets"], rows)
     if torch_rnn is None:
         report.judge("issue 4: >= 2x faster than PyTorch packed", None, 2.0, "no torch_rnn.json")
         report.add("PyTorch comparison: no torch_rnn.json given.")
