@@ -15,6 +15,9 @@
 // hidden state between steps; every product is accumulated in float and the LSTM cell state stays float for the
 // whole sequence. The input projection is one cuBLAS GEMM per layer and direction with fp32 accumulation and
 // TF32 disabled (PyTorch with torch.backends.cuda.matmul.allow_tf32 = False / cudnn.allow_tf32 = False).
+// Batch invariance: the recurrence computes a sequence's rows in an order fixed by the shapes, bit for bit the
+// same whatever else is in the batch; the projection GEMM runs over all tokens, and cuBLAS may pick another
+// kernel for another token count, so a sequence's results can differ in the last float bits between batches.
 //
 // Steps: the host does not know the longest sequence without a sync, so the caller passes `max_steps` >= the
 // longest length (as for PackedLayout). The per-step path launches one kernel (two with proj_size) per step
