@@ -26,7 +26,9 @@ for name in open(os.path.join(work, "names.txt")).read().split():
         for impl in ("torch_jagged", "torch_padded_mask") + (("torch_dense",) if case.startswith("pad0/") else ()):
             runs.append({"name": f"attention/{impl}/{case}", "run_type": "iteration", "real_time": 100.0,
                          "time_unit": "us", "TFLOP/s": 300.0})
-json.dump({"context": {"gpu": "synthetic", "copy_bytes_per_second": "3e12"}, "benchmarks": runs},
+json.dump({"context": {"gpu": "synthetic", "copy_bytes_per_second": "3e12"}, "benchmarks": runs,
+           "torch_attention": {"torch_version": "synthetic", "gpu": "synthetic",
+                               "correctness": [{"name": "attention_check/bf16", "passed": True}]}},
           open(os.path.join(work, "bench.json"), "w"))
 timings = []
 for dist in ("uniform", "lognormal"):
@@ -52,5 +54,6 @@ for t in targets:
     cells = [c.strip() for c in row.split("|")[2:5]]
     assert cells[2] == "0", f"'{t}': cases without data: {row}"
     assert int(cells[0]) + int(cells[1]) > 0, f"'{t}': no case judged: {row}"
+assert "1 correctness checks, 0 failed" in text, "the SDPA correctness line is missing"
 print(f"ok: {len(targets)} targets judged on synthetic timings")
 PY

@@ -55,7 +55,7 @@ def load_runs(path):
         run = dict(run)
         run["seconds"] = run["real_time"] * TIME_SCALE.get(run.get("time_unit", "ns"), 1e-9)
         runs[name] = run
-    return data.get("context", {}), runs
+    return data.get("context", {}), runs, data.get("torch_attention")
 
 
 def split(name):
@@ -207,8 +207,17 @@ def rnn_section(report, runs, torch_rnn):
                   "target"], rows)
 
 
-def attention_section(report, runs):
+def attention_section(report, runs, torch_attention):
     report.add("## Issue 5: variable-length attention")
+    report.add()
+    if torch_attention:
+        checks = torch_attention.get("correctness", [])
+        failed = [c["name"] for c in checks if not c.get("passed")]
+        report.add(f"PyTorch {torch_attention.get('torch_version', '?')} SDPA comparison on "
+                   f"{torch_attention.get('gpu', '?')}: {len(checks)} correctness checks, {len(failed)} failed"
+                   + (f" ({', '.join(failed)})" if failed else "") + ".")
+    else:
+        report.add("PyTorch SDPA comparison: no torch_attention section in the bench file.")
     report.add()
     rows = []
     for name, run in sorted(runs.items()):
@@ -259,7 +268,7 @@ def main(argv):
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv[1:])
     try:
-        context, runs = load_runs(args.bench)
+        context, runs, torch_attention = load_runs(args.bench)
     except (OSError, ValueError) as error:
         print(f"summarize_targets.py: cannot read {args.bench}: {error}", file=sys.stderr)
         return 2
@@ -285,7 +294,7 @@ def main(argv):
     body_start = len(report.lines)
     segment_section(report, runs)
     rnn_section(report, runs, torch_rnn)
-    attention_section(report, runs)
+    attention_section(report, runs, torch_attention)
 
     # The verdicts first: per target, how many cases met it.
     summary = {t: [0, 0, 0] for t in ALL_TARGETS}
