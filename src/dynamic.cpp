@@ -37,22 +37,7 @@ Status with_offset_type(DType dtype, const char* op, F&& f) {
   }
 }
 
-// Calls f(T{}) for any element type the conversions support.
-template <typename F>
-Status with_any_type(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::kFloat32: return f(float{});
-    case DType::kFloat16: return f(half{});
-    case DType::kBFloat16: return f(bfloat16{});
-    case DType::kInt32: return f(std::int32_t{});
-    case DType::kInt64: return f(std::int64_t{});
-    case DType::kUInt8: return f(std::uint8_t{});
-    case DType::kBool: return f(bool{});
-  }
-  return unsupported(op, "element type", dtype);
-}
-
-// Calls f(T{}) for the element types pack / unpack support (every type but bool).
+// Calls f(T{}) for the element types pack / unpack support: every type but bool.
 template <typename F>
 Status with_packable_type(DType dtype, const char* op, F&& f) {
   switch (dtype) {
@@ -64,6 +49,13 @@ Status with_packable_type(DType dtype, const char* op, F&& f) {
     case DType::kUInt8: return f(std::uint8_t{});
     default: return unsupported(op, "element type", dtype);
   }
+}
+
+// Calls f(T{}) for any element type the conversions support: the packable ones and bool.
+template <typename F>
+Status with_any_type(DType dtype, const char* op, F&& f) {
+  if (dtype == DType::kBool) return f(bool{});
+  return with_packable_type(dtype, op, f);
 }
 
 // Calls f(T{}) for the floating-point types of the segment ops.
