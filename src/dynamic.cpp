@@ -69,6 +69,15 @@ Status with_float_type(DType dtype, const char* op, F&& f) {
   }
 }
 
+// Calls f(T{}, OffsetT{}) for a description with a floating-point `dtype` and an `offset_dtype` (the segment ops,
+// attention): both dispatches in one.
+template <typename Desc, typename F>
+Status with_float_and_offset_types(const Desc& d, const char* op, F&& f) {
+  return with_offset_type(d.offset_dtype, op, [&](auto offset_tag) {
+    return with_float_type(d.dtype, op, [&](auto value_tag) { return f(value_tag, offset_tag); });
+  });
+}
+
 template <typename T, typename OffsetT>
 RaggedView<const T, OffsetT> view_of(const RaggedDesc& d) {
   return {static_cast<const T*>(d.values), static_cast<const OffsetT*>(d.offsets), d.batch, d.nnz, d.inner};
@@ -154,26 +163,22 @@ Status padded_to_ragged(void* d_workspace, std::size_t& workspace_bytes, const v
 Status segment_reduce(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& src, ReduceOp op,
                       void* d_out, std::int64_t* d_arg, float empty_value, cudaStream_t stream) {
   const char* name = "segment_reduce";
-  return with_offset_type(src.offset_dtype, name, [&](auto offset_tag) {
+  return with_float_and_offset_types(src, name, [&](auto value_tag, auto offset_tag) {
+    using T = decltype(value_tag);
     using OffsetT = decltype(offset_tag);
-    return with_float_type(src.dtype, name, [&](auto value_tag) {
-      using T = decltype(value_tag);
-      return ragged::segment_reduce(d_workspace, workspace_bytes, view_of<T, OffsetT>(src), op, static_cast<T*>(d_out),
-                                    d_arg, empty_value, stream);
-    });
+    return ragged::segment_reduce(d_workspace, workspace_bytes, view_of<T, OffsetT>(src), op, static_cast<T*>(d_out),
+                                  d_arg, empty_value, stream);
   });
 }
 
 Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& src, bool log, void* d_out,
                        cudaStream_t stream) {
   const char* name = "segment_softmax";
-  return with_offset_type(src.offset_dtype, name, [&](auto offset_tag) {
+  return with_float_and_offset_types(src, name, [&](auto value_tag, auto offset_tag) {
+    using T = decltype(value_tag);
     using OffsetT = decltype(offset_tag);
-    return with_float_type(src.dtype, name, [&](auto value_tag) {
-      using T = decltype(value_tag);
-      return ragged::segment_softmax(d_workspace, workspace_bytes, view_of<T, OffsetT>(src), log,
-                                     static_cast<T*>(d_out), stream);
-    });
+    return ragged::segment_softmax(d_workspace, workspace_bytes, view_of<T, OffsetT>(src), log,
+                                   static_cast<T*>(d_out), stream);
   });
 }
 
@@ -181,28 +186,24 @@ Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, 
                                const void* d_grad_out, const std::int64_t* d_arg, void* d_grad_in,
                                cudaStream_t stream) {
   const char* name = "segment_reduce_backward";
-  return with_offset_type(shape.offset_dtype, name, [&](auto offset_tag) {
+  return with_float_and_offset_types(shape, name, [&](auto value_tag, auto offset_tag) {
+    using T = decltype(value_tag);
     using OffsetT = decltype(offset_tag);
-    return with_float_type(shape.dtype, name, [&](auto value_tag) {
-      using T = decltype(value_tag);
-      return ragged::segment_reduce_backward(d_workspace, workspace_bytes, view_of<T, OffsetT>(shape), op,
-                                             static_cast<const T*>(d_grad_out), d_arg, static_cast<T*>(d_grad_in),
-                                             stream);
-    });
+    return ragged::segment_reduce_backward(d_workspace, workspace_bytes, view_of<T, OffsetT>(shape), op,
+                                           static_cast<const T*>(d_grad_out), d_arg, static_cast<T*>(d_grad_in),
+                                           stream);
   });
 }
 
 Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& shape, bool log,
                                 const void* d_out, const void* d_grad_out, void* d_grad_in, cudaStream_t stream) {
   const char* name = "segment_softmax_backward";
-  return with_offset_type(shape.offset_dtype, name, [&](auto offset_tag) {
+  return with_float_and_offset_types(shape, name, [&](auto value_tag, auto offset_tag) {
+    using T = decltype(value_tag);
     using OffsetT = decltype(offset_tag);
-    return with_float_type(shape.dtype, name, [&](auto value_tag) {
-      using T = decltype(value_tag);
-      return ragged::segment_softmax_backward(d_workspace, workspace_bytes, view_of<T, OffsetT>(shape), log,
-                                              static_cast<const T*>(d_out), static_cast<const T*>(d_grad_out),
-                                              static_cast<T*>(d_grad_in), stream);
-    });
+    return ragged::segment_softmax_backward(d_workspace, workspace_bytes, view_of<T, OffsetT>(shape), log,
+                                            static_cast<const T*>(d_out), static_cast<const T*>(d_grad_out),
+                                            static_cast<T*>(d_grad_in), stream);
   });
 }
 
@@ -233,27 +234,25 @@ Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes,
 Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes, const AttentionDesc& d,
                                 cudaStream_t stream) {
   const char* name = "varlen_attention_forward";
-  return with_offset_type(d.offset_dtype, name, [&](auto offset_tag) {
+  return with_float_and_offset_types(d, name, [&](auto value_tag, auto offset_tag) {
+    using T = decltype(value_tag);
     using OffsetT = decltype(offset_tag);
-    return with_float_type(d.dtype, name, [&](auto value_tag) {
-      using T = decltype(value_tag);
-      AttentionArgs<T, OffsetT> a;
-      a.q = heads_view(static_cast<const T*>(d.q.data), d.q.token_stride, d.q.head_stride, d.heads_q, d.head_dim);
-      a.k = heads_view(static_cast<const T*>(d.k.data), d.k.token_stride, d.k.head_stride, d.heads_kv, d.head_dim);
-      a.v = heads_view(static_cast<const T*>(d.v.data), d.v.token_stride, d.v.head_stride, d.heads_kv, d.head_dim);
-      a.o = heads_view(static_cast<T*>(d.o), d.o_token_stride, d.o_head_stride, d.heads_q, d.head_dim);
-      a.lse = d.lse;
-      a.q_seq = layout_of<OffsetT>(d.q_seq);
-      a.k_seq = layout_of<OffsetT>(d.k_seq);
-      a.batch = d.batch;
-      a.heads_q = d.heads_q;
-      a.heads_kv = d.heads_kv;
-      a.head_dim = d.head_dim;
-      a.scale = d.scale;
-      a.causal = d.causal;
-      a.query_tile = d.query_tile;
-      return ragged::varlen_attention_forward(d_workspace, workspace_bytes, a, stream);
-    });
+    AttentionArgs<T, OffsetT> a;
+    a.q = heads_view(static_cast<const T*>(d.q.data), d.q.token_stride, d.q.head_stride, d.heads_q, d.head_dim);
+    a.k = heads_view(static_cast<const T*>(d.k.data), d.k.token_stride, d.k.head_stride, d.heads_kv, d.head_dim);
+    a.v = heads_view(static_cast<const T*>(d.v.data), d.v.token_stride, d.v.head_stride, d.heads_kv, d.head_dim);
+    a.o = heads_view(static_cast<T*>(d.o), d.o_token_stride, d.o_head_stride, d.heads_q, d.head_dim);
+    a.lse = d.lse;
+    a.q_seq = layout_of<OffsetT>(d.q_seq);
+    a.k_seq = layout_of<OffsetT>(d.k_seq);
+    a.batch = d.batch;
+    a.heads_q = d.heads_q;
+    a.heads_kv = d.heads_kv;
+    a.head_dim = d.head_dim;
+    a.scale = d.scale;
+    a.causal = d.causal;
+    a.query_tile = d.query_tile;
+    return ragged::varlen_attention_forward(d_workspace, workspace_bytes, a, stream);
   });
 }
 
