@@ -119,12 +119,14 @@ struct Options {
   bool initial = true;        // pass h0 / c0 (else zeros)
   std::int64_t max_steps = -1;  // -1: the longest length
   bool dynamic = false;         // through dynamic::rnn_forward (run-time dtype) instead of the typed op
+  std::size_t cublas_workspace_bytes = RnnArgs<float, std::int32_t>{}.cublas_workspace_bytes;
 };
 
 template <typename T>
 struct Outputs {
   std::vector<T> output, hn, cn;
   CheckResult check;
+  std::size_t workspace_bytes = 0;  // what the query asked for
 };
 
 template <typename T, typename OffsetT>
@@ -145,6 +147,7 @@ RnnArgs<T, OffsetT> make_args(const Model<T>& model, const DeviceBuffer<T>& x, c
   args.cn = lstm ? cn.data() : nullptr;
   args.cublas = handle;
   args.algo = o.algo;
+  args.cublas_workspace_bytes = o.cublas_workspace_bytes;
   args.check = check;
   return args;
 }
@@ -186,6 +189,7 @@ Outputs<T> run_device(const Model<T>& model, const Inputs<T, OffsetT>& in, const
   untyped.cn = args.cn;
   untyped.cublas = args.cublas;
   untyped.algo = args.algo;
+  untyped.cublas_workspace_bytes = args.cublas_workspace_bytes;
   untyped.check = args.check;
   auto forward = [&](void* workspace, std::size_t& bytes) {
     return o.dynamic ? dynamic::rnn_forward(workspace, bytes, untyped, nullptr)
@@ -206,6 +210,7 @@ Outputs<T> run_device(const Model<T>& model, const Inputs<T, OffsetT>& in, const
   result.hn = hn.to_host();
   if (d.mode == RnnMode::kLstm) result.cn = cn.to_host();
   result.check = check.to_host()[0];
+  result.workspace_bytes = bytes;
   return result;
 }
 
@@ -386,6 +391,28 @@ TEMPLATE_TEST_CASE("rnn_forward without biases matches the reference", "[rnn]", 
   Options o;
   o.algo = algo;
   check_against_reference(model, make_inputs<T, std::int32_t>(desc, {5, 0, 8, 2, 8}, rng), o, cublas.handle);
+}
+
+TEMPLATE_TEST_CASE("rnn_forward with no cuBLAS workspace matches the reference and needs that much less", "[rnn]",
+                   float, bfloat16) {
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(470);
+  const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  // A projection GEMM of a few hundred rows, so that cuBLAS has a real choice of kernels.
+  const RnnDesc desc = make_desc(mode, 96, 64, 0, 2, false);
+  Model<T> model(desc, rng);
+  const auto inputs = make_inputs<T, std::int32_t>(desc, {70, 0, 33, 128, 1, 90}, rng);
+  Options none;
+  none.algo = algo;
+  none.cublas_workspace_bytes = 0;
+  check_against_reference(model, inputs, none, cublas.handle);
+  Options standard;
+  standard.algo = algo;
+  const std::size_t with_default = run_device(model, inputs, standard, cublas.handle).workspace_bytes;
+  const std::size_t without = run_device(model, inputs, none, cublas.handle).workspace_bytes;
+  REQUIRE(with_default - without == standard.cublas_workspace_bytes);
 }
 
 TEST_CASE("rnn_forward: a sequence's results do not depend on the rest of the batch", "[rnn]") {
