@@ -5,6 +5,9 @@
 //                                        (RAGGED_BENCH_FULL=1 also selects the full matrix)
 //   ragged_attention_io run DIR          reads DIR/meta.txt and the raw inputs, runs varlen_attention_forward,
 //                                        writes DIR/o.bin and DIR/lse.bin; exit code 0 on success
+//   ragged_attention_io reference DIR    the same through ragged's CPU reference (reference_attention.h) on
+//                                        the host, no GPU touched: the oracle of the GPU tests, for
+//                                        scripts/torch_attention.py --device cpu to hold against PyTorch
 //
 // DIR/meta.txt holds "key value" lines: dtype (bf16, f16 or f32), heads_q, heads_kv, head_dim, batch, causal
 // (0 / 1), scale, total_q, total_k. Raw little-endian files, dense and row-major:
@@ -29,6 +32,7 @@
 #include "bench/attention_cases.h"
 #include "ragged/attention.h"
 #include "ragged/buffer.h"
+#include "ragged/reference_attention.h"
 
 namespace {
 
@@ -65,7 +69,7 @@ std::map<std::string, std::string> read_meta(const std::string& path) {
 }
 
 template <typename T>
-void run(const std::string& dir, const std::map<std::string, std::string>& meta) {
+void run(const std::string& dir, const std::map<std::string, std::string>& meta, bool on_host) {
   auto get = [&](const char* key) -> std::string {
     const auto it = meta.find(key);
     if (it == meta.end()) throw std::runtime_error(std::string("meta.txt lacks ") + key);
@@ -76,36 +80,51 @@ void run(const std::string& dir, const std::map<std::string, std::string>& meta)
                      total_k = std::stoll(get("total_k"));
   const std::size_t q_elems = static_cast<std::size_t>(total_q * heads_q * dim);
   const std::size_t k_elems = static_cast<std::size_t>(total_k * heads_kv * dim);
-  const ragged::DeviceBuffer<T> q(read_array<T>(dir + "/q.bin", q_elems));
-  const ragged::DeviceBuffer<T> k(read_array<T>(dir + "/k.bin", k_elems));
-  const ragged::DeviceBuffer<T> v(read_array<T>(dir + "/v.bin", k_elems));
-  const ragged::DeviceBuffer<std::int32_t> q_off(read_array<std::int32_t>(dir + "/q_offsets.bin", batch + 1));
-  const ragged::DeviceBuffer<std::int32_t> k_off(read_array<std::int32_t>(dir + "/k_offsets.bin", batch + 1));
-  ragged::DeviceBuffer<T> o(q_elems);
-  ragged::DeviceBuffer<float> lse(static_cast<std::size_t>(total_q * heads_q));
+  const std::vector<T> q = read_array<T>(dir + "/q.bin", q_elems);
+  const std::vector<T> k = read_array<T>(dir + "/k.bin", k_elems);
+  const std::vector<T> v = read_array<T>(dir + "/v.bin", k_elems);
+  const std::vector<std::int32_t> q_off = read_array<std::int32_t>(dir + "/q_offsets.bin", batch + 1);
+  const std::vector<std::int32_t> k_off = read_array<std::int32_t>(dir + "/k_offsets.bin", batch + 1);
+  std::vector<T> o(q_elems);
+  std::vector<float> lse(static_cast<std::size_t>(total_q * heads_q));
+
+  // The arguments with the pointers left to fill: host ones for the reference, device ones for the op.
   ragged::AttentionArgs<T, std::int32_t> a;
-  a.q = ragged::dense_heads<const T>(q.data(), heads_q, dim);
-  a.k = ragged::dense_heads<const T>(k.data(), heads_kv, dim);
-  a.v = ragged::dense_heads<const T>(v.data(), heads_kv, dim);
-  a.o = ragged::dense_heads<T>(o.data(), heads_q, dim);
-  a.lse = lse.data();
-  a.q_seq = ragged::SequenceLayout<std::int32_t>::ragged(q_off.data(), total_q);
-  a.k_seq = ragged::SequenceLayout<std::int32_t>::ragged(k_off.data(), total_k);
   a.batch = batch;
   a.heads_q = heads_q;
   a.heads_kv = heads_kv;
   a.head_dim = dim;
   a.scale = std::stof(get("scale"));
   a.causal = get("causal") == "1";
-  ragged::Workspace ws;
-  ragged::run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
-    return ragged::varlen_attention_forward(p, bytes, a, nullptr);
-  });
-  ragged::cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  const std::vector<T> o_host = o.to_host();
-  const std::vector<float> lse_host = lse.to_host();
-  write_file(dir + "/o.bin", o_host.data(), o_host.size() * sizeof(T));
-  write_file(dir + "/lse.bin", lse_host.data(), lse_host.size() * sizeof(float));
+  auto point_at = [&](const T* pq, const T* pk, const T* pv, T* po, float* plse, const std::int32_t* pq_off,
+                      const std::int32_t* pk_off) {
+    a.q = ragged::dense_heads<const T>(pq, heads_q, dim);
+    a.k = ragged::dense_heads<const T>(pk, heads_kv, dim);
+    a.v = ragged::dense_heads<const T>(pv, heads_kv, dim);
+    a.o = ragged::dense_heads<T>(po, heads_q, dim);
+    a.lse = plse;
+    a.q_seq = ragged::SequenceLayout<std::int32_t>::ragged(pq_off, total_q);
+    a.k_seq = ragged::SequenceLayout<std::int32_t>::ragged(pk_off, total_k);
+  };
+  if (on_host) {
+    point_at(q.data(), k.data(), v.data(), o.data(), lse.data(), q_off.data(), k_off.data());
+    ragged::reference::attention_forward(a);
+  } else {
+    const ragged::DeviceBuffer<T> d_q(q), d_k(k), d_v(v);
+    const ragged::DeviceBuffer<std::int32_t> d_q_off(q_off), d_k_off(k_off);
+    ragged::DeviceBuffer<T> d_o(q_elems);
+    ragged::DeviceBuffer<float> d_lse(lse.size());
+    point_at(d_q.data(), d_k.data(), d_v.data(), d_o.data(), d_lse.data(), d_q_off.data(), d_k_off.data());
+    ragged::Workspace ws;
+    ragged::run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
+      return ragged::varlen_attention_forward(p, bytes, a, nullptr);
+    });
+    ragged::cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    o = d_o.to_host();
+    lse = d_lse.to_host();
+  }
+  write_file(dir + "/o.bin", o.data(), o.size() * sizeof(T));
+  write_file(dir + "/lse.bin", lse.data(), lse.size() * sizeof(float));
 }
 
 void print_cases(bool full) {
@@ -126,7 +145,7 @@ void print_cases(bool full) {
 }
 
 int usage() {
-  std::cerr << "usage: ragged_attention_io cases [--full] | ragged_attention_io run DIR\n";
+  std::cerr << "usage: ragged_attention_io cases [--full] | ragged_attention_io run|reference DIR\n";
   return 2;
 }
 
@@ -143,14 +162,15 @@ int main(int argc, char** argv) {
       print_cases(full);
       return 0;
     }
-    if (command == "run" && argc == 3) {
+    if ((command == "run" || command == "reference") && argc == 3) {
+      const bool on_host = command == "reference";
       const std::string dir = argv[2];
       const auto meta = read_meta(dir + "/meta.txt");
       const auto dtype = meta.find("dtype");
       if (dtype == meta.end()) throw std::runtime_error("meta.txt lacks dtype");
-      if (dtype->second == "bf16") run<__nv_bfloat16>(dir, meta);
-      else if (dtype->second == "f16") run<__half>(dir, meta);
-      else if (dtype->second == "f32") run<float>(dir, meta);
+      if (dtype->second == "bf16") run<__nv_bfloat16>(dir, meta, on_host);
+      else if (dtype->second == "f16") run<__half>(dir, meta, on_host);
+      else if (dtype->second == "f32") run<float>(dir, meta, on_host);
       else throw std::runtime_error("unknown dtype " + dtype->second + " (bf16, f16 or f32)");
       return 0;
     }

@@ -5,8 +5,11 @@
 //
 // DIR/config.txt, one "key value" per line:
 //   mode lstm|gru   dtype float32|float16|bfloat16   input_size N   hidden_size N   proj_size N (0)
-//   num_layers N (1)   bidirectional 0|1   bias 0|1 (1)   algo auto|per_step|persistent (auto)
+//   num_layers N (1)   bidirectional 0|1   bias 0|1 (1)   algo auto|per_step|persistent|reference (auto)
 //   repeats N (0: run once; N > 0: also time N runs after a warm-up and report the median)
+// algo reference runs ragged's CPU reference (reference_rnn.h, exact: double accumulation) instead of the GPU
+// op and touches no GPU, so a script can hold the reference, the oracle of the GPU tests, against PyTorch on a
+// machine without one (scripts/torch_rnn.py --device cpu).
 // DIR/lengths.bin   int64 [batch], the sequence lengths in the caller's order (zeros allowed)
 // DIR/input.bin     dtype [sum(lengths), input_size], the sequences one after the other
 // DIR/h0.bin, DIR/c0.bin   optional initial states [num_layers * dirs, batch, state / hidden]
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "ragged/buffer.h"
+#include "ragged/reference_rnn.h"
 #include "ragged/rnn.h"
 
 namespace {
@@ -83,6 +87,14 @@ void check_cuda(cudaError_t error, const char* what) {
   if (error != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(error));
 }
 
+template <typename T>
+void write_outputs(const std::string& dir, const std::vector<T>& output, const std::vector<T>& hn,
+                   const std::vector<T>& cn, bool lstm) {
+  write_array(dir + "/output.bin", output);
+  write_array(dir + "/hn.bin", hn);
+  if (lstm) write_array(dir + "/cn.bin", cn);
+}
+
 RnnAlgo parse_algo(const std::string& name) {
   if (name == "auto") return RnnAlgo::kAuto;
   if (name == "per_step") return RnnAlgo::kPerStep;
@@ -102,7 +114,9 @@ std::string run(const std::string& dir, const std::map<std::string, std::string>
   desc.num_layers = get_int(config, "num_layers", 1);
   desc.bidirectional = get_int(config, "bidirectional", 0) != 0;
   desc.bias = get_int(config, "bias", 1) != 0;
-  const RnnAlgo algo = parse_algo(get_string(config, "algo", "auto"));
+  const std::string algo_name = get_string(config, "algo", "auto");
+  const bool reference = algo_name == "reference";
+  const RnnAlgo algo = reference ? RnnAlgo::kAuto : parse_algo(algo_name);
   const std::int64_t repeats = get_int(config, "repeats", 0);
   const std::int64_t dirs = rnn_directions(desc), S = rnn_state_size(desc), H = desc.hidden_size;
   const std::int64_t G = rnn_gate_count(desc.mode), slots = desc.num_layers * dirs;
@@ -121,14 +135,14 @@ std::string run(const std::string& dir, const std::map<std::string, std::string>
   }
   const std::int64_t nnz = offsets.back();
 
-  // Parameters under PyTorch's names.
-  std::vector<DeviceBuffer<T>> params;
-  std::vector<RnnLayerWeights<T>> weights;
+  // Parameters under PyTorch's names, on the host first.
+  std::vector<std::vector<T>> host_params;
+  host_params.reserve(static_cast<std::size_t>(slots * 5));
+  std::vector<RnnLayerWeights<T>> host_weights;
   auto load = [&](const std::string& name, std::int64_t count) -> const T* {
-    params.emplace_back(read_array<T>(dir + "/" + name + ".bin", count));
-    return params.back().data();
+    host_params.push_back(read_array<T>(dir + "/" + name + ".bin", count));
+    return host_params.back().data();
   };
-  params.reserve(static_cast<std::size_t>(slots * 5));
   for (std::int64_t l = 0; l < desc.num_layers; ++l)
     for (std::int64_t d = 0; d < dirs; ++d) {
       const std::string suffix = "_l" + std::to_string(l) + (d == 1 ? "_reverse" : "");
@@ -141,16 +155,50 @@ std::string run(const std::string& dir, const std::map<std::string, std::string>
         w.b_hh = load("bias_hh" + suffix, G * H);
       }
       if (lstm && desc.proj_size > 0) w.w_hr = load("weight_hr" + suffix, desc.proj_size * H);
-      weights.push_back(w);
+      host_weights.push_back(w);
     }
+  const std::vector<T> host_input = read_array<T>(dir + "/input.bin", nnz * desc.input_size);
+  std::vector<T> host_h0, host_c0;
+  if (file_exists(dir + "/h0.bin")) host_h0 = read_array<T>(dir + "/h0.bin", slots * batch * S);
+  if (lstm && file_exists(dir + "/c0.bin")) host_c0 = read_array<T>(dir + "/c0.bin", slots * batch * H);
+  std::vector<T> host_output(static_cast<std::size_t>(nnz * dirs * S));
+  std::vector<T> host_hn(static_cast<std::size_t>(slots * batch * S)), host_cn(static_cast<std::size_t>(slots * batch * H));
 
-  DeviceBuffer<T> input(read_array<T>(dir + "/input.bin", nnz * desc.input_size));
+  if (reference) {
+    reference::rnn_forward<T, std::int32_t>(
+        desc, host_weights.data(), RaggedView<const T, std::int32_t>{host_input.data(), offsets.data(), batch, nnz,
+                                                                     desc.input_size},
+        host_h0.empty() ? nullptr : host_h0.data(), host_c0.empty() ? nullptr : host_c0.data(), host_output.data(),
+        host_hn.data(), lstm ? host_cn.data() : nullptr, reference::RnnPrecision::kExact);
+    write_outputs(dir, host_output, host_hn, host_cn, lstm);
+    return "{\"ok\": true, \"algo\": \"reference\", \"median_ms\": 0, \"runs\": 0, \"workspace_bytes\": 0}";
+  }
+
+  std::vector<DeviceBuffer<T>> params;
+  params.reserve(host_params.size());
+  for (const std::vector<T>& p : host_params) params.emplace_back(p);
+  // The same weights with device pointers: host_params[i] became params[i].
+  std::vector<RnnLayerWeights<T>> weights = host_weights;
+  auto on_device = [&](const T* host) -> const T* {
+    if (host == nullptr) return nullptr;
+    for (std::size_t i = 0; i < host_params.size(); ++i)
+      if (host_params[i].data() == host) return params[i].data();
+    throw std::logic_error("a weight pointer that was not loaded");
+  };
+  for (RnnLayerWeights<T>& w : weights) {
+    w.w_ih = on_device(w.w_ih);
+    w.w_hh = on_device(w.w_hh);
+    w.b_ih = on_device(w.b_ih);
+    w.b_hh = on_device(w.b_hh);
+    w.w_hr = on_device(w.w_hr);
+  }
+  DeviceBuffer<T> input(host_input);
   DeviceBuffer<std::int32_t> d_offsets(offsets);
   DeviceBuffer<T> h0, c0;
-  if (file_exists(dir + "/h0.bin")) h0 = DeviceBuffer<T>(read_array<T>(dir + "/h0.bin", slots * batch * S));
-  if (lstm && file_exists(dir + "/c0.bin")) c0 = DeviceBuffer<T>(read_array<T>(dir + "/c0.bin", slots * batch * H));
-  DeviceBuffer<T> output(static_cast<std::size_t>(nnz * dirs * S));
-  DeviceBuffer<T> hn(static_cast<std::size_t>(slots * batch * S)), cn(static_cast<std::size_t>(slots * batch * H));
+  if (!host_h0.empty()) h0 = DeviceBuffer<T>(host_h0);
+  if (!host_c0.empty()) c0 = DeviceBuffer<T>(host_c0);
+  DeviceBuffer<T> output(host_output.size());
+  DeviceBuffer<T> hn(host_hn.size()), cn(host_cn.size());
 
   cublasHandle_t handle = nullptr;
   if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasCreate failed");
@@ -194,9 +242,7 @@ std::string run(const std::string& dir, const std::map<std::string, std::string>
   }
   cublasDestroy(handle);
 
-  write_array(dir + "/output.bin", output.to_host());
-  write_array(dir + "/hn.bin", hn.to_host());
-  if (lstm) write_array(dir + "/cn.bin", cn.to_host());
+  write_outputs(dir, output.to_host(), hn.to_host(), cn.to_host(), lstm);
   RnnAlgo chosen = RnnAlgo::kAuto;
   check(rnn_select_algo<T>(desc, algo, chosen), "rnn_select_algo");
   std::ostringstream json;

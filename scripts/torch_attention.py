@@ -4,6 +4,7 @@ torch.nn.functional.scaled_dot_product_attention on the same data, and SDPA timi
 
     python3 scripts/torch_attention.py --build build --out torch.json [--full] [--skip-timing]
     python3 scripts/torch_attention.py --build build --out OUTDIR/bench.json --merge   (what gpu-check.sh does)
+    python3 scripts/torch_attention.py --build build --out torch_attention_cpu.json --device cpu
 
 ragged is reached through build/bench/ragged_attention_io (bench/attention_io.cpp): this script writes raw
 inputs to a temporary folder, the tool runs varlen_attention_forward and writes O and LSE back. The same tool
@@ -21,6 +22,9 @@ Timing (bf16, heads 16, head_dim 128), names attention/<impl>/<case> as in ragge
   torch_dense       SDPA on equal-length dense input (flash backend), only for the 0%-padding cases
   torch_padded_mask SDPA on the padded batch with a boolean key-padding mask (torch picks the backend;
                     flash takes no mask)
+With --device cpu (no GPU needed): torch on the CPU, ragged's CPU reference in place of the GPU op
+(`ragged_attention_io reference`), correctness only. That holds the reference, which every GPU test is judged
+against, to PyTorch's SDPA and runs this script's correctness path before a GPU run does.
 Each iteration starts with a cold L2 (a write of twice its size), like ragged_bench; the median is reported.
 Writes a Google-Benchmark-like JSON: "benchmarks" entries (real_time in us, TFLOP/s on real work, peak_bytes)
 and a "torch_attention" section (torch version, correctness results). With --merge, an existing --out file
@@ -63,7 +67,7 @@ def ulp(x, dtype_name):
     return 2.0 ** (math.floor(math.log2(x)) - (MANTISSA_BITS[dtype_name] - 1))
 
 
-def run_ragged(tool, q, k, v, q_off, k_off, heads_q, heads_kv, dim, causal, scale, dtype_name):
+def run_ragged(tool, command, q, k, v, q_off, k_off, heads_q, heads_kv, dim, causal, scale, dtype_name):
     with tempfile.TemporaryDirectory() as d:
         for name, t in (("q", q), ("k", k), ("v", v)):
             open(os.path.join(d, name + ".bin"), "wb").write(tensor_bytes(t))
@@ -73,7 +77,7 @@ def run_ragged(tool, q, k, v, q_off, k_off, heads_q, heads_kv, dim, causal, scal
                 "batch": len(q_off) - 1, "causal": int(causal), "scale": repr(scale),
                 "total_q": q.shape[0], "total_k": k.shape[0]}
         open(os.path.join(d, "meta.txt"), "w").write("".join(f"{key} {val}\n" for key, val in meta.items()))
-        subprocess.run([tool, "run", d], check=True)
+        subprocess.run([tool, command, d], check=True)
         o = read_tensor(os.path.join(d, "o.bin"), DTYPES[dtype_name], (q.shape[0], heads_q, dim))
         lse = read_tensor(os.path.join(d, "lse.bin"), torch.float32, (q.shape[0], heads_q))
     return o, lse
@@ -88,7 +92,7 @@ def visible_mask(lq, lk, causal, device):
     return j <= i + (lk - lq)
 
 
-def check_correctness(tool, device):
+def check_correctness(tool, device, command="run"):
     gen = torch.Generator(device="cpu").manual_seed(1234)
     q_lengths = [1, 17, 64, 65, 200, 0, 3, 129, 40]
     k_lengths = [1, 30, 64, 64, 180, 5, 0, 300, 13]
@@ -105,7 +109,8 @@ def check_correctness(tool, device):
                 v = torch.randn(tk, heads_kv, dim, generator=gen).to(dtype)
                 q_off = torch.tensor([0] + list(itertools.accumulate(q_lengths)), dtype=torch.int32)
                 k_off = torch.tensor([0] + list(itertools.accumulate(k_lengths)), dtype=torch.int32)
-                o, lse = run_ragged(tool, q, k, v, q_off, k_off, heads_q, heads_kv, dim, causal, scale, dtype_name)
+                o, lse = run_ragged(tool, command, q, k, v, q_off, k_off, heads_q, heads_kv, dim, causal, scale,
+                                    dtype_name)
                 o, lse = o.to(device), lse.to(device)
                 q, k, v = q.to(device), k.to(device), v.to(device)
                 err = {"ragged": 0.0, "naive": 0.0, "sdpa": 0.0, "lse": 0.0}
@@ -246,20 +251,23 @@ def main():
     parser.add_argument("--full", action="store_true", help="the long benchmark matrix (RAGGED_BENCH_FULL)")
     parser.add_argument("--skip-timing", action="store_true")
     parser.add_argument("--merge", action="store_true", help="append to an existing --out JSON instead of replacing it")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                        help="cpu: torch on the CPU against ragged's CPU reference, correctness only")
     args = parser.parse_args()
+    on_gpu = args.device == "cuda"
     tool = os.path.join(args.build, "bench", "ragged_attention_io")
     if not os.access(tool, os.X_OK):
         print(f"torch_attention.py: {tool} not found; build the bench targets first", file=sys.stderr)
         return 2
-    if not torch.cuda.is_available():
+    if on_gpu and not torch.cuda.is_available():
         print("torch_attention.py: torch sees no CUDA device", file=sys.stderr)
         return 2
-    device = torch.device("cuda")
-    props = torch.cuda.get_device_properties(device)
-    print(f"torch {torch.__version__}, {props.name}")
-    correctness, ok = check_correctness(tool, device)
-    benchmarks = [] if args.skip_timing else time_cases(tool, device, args.full)
-    section = {"torch_version": torch.__version__, "gpu": props.name, "cuda": torch.version.cuda,
+    device = torch.device(args.device)
+    device_name = torch.cuda.get_device_properties(device).name if on_gpu else "cpu (ragged: CPU reference)"
+    print(f"torch {torch.__version__}, {device_name}")
+    correctness, ok = check_correctness(tool, device, "run" if on_gpu else "reference")
+    benchmarks = [] if args.skip_timing or not on_gpu else time_cases(tool, device, args.full)
+    section = {"torch_version": torch.__version__, "gpu": device_name, "cuda": torch.version.cuda,
                "executable": "scripts/torch_attention.py", "correctness": correctness}
     report = {"context": {}, "benchmarks": []}
     if args.merge and os.path.exists(args.out):

@@ -2,6 +2,7 @@
 """ragged's packed LSTM / GRU against torch.nn.LSTM / torch.nn.GRU on a PackedSequence (cuDNN), on the GPU.
 
   python3 scripts/torch_rnn.py --driver build/bench/ragged_rnn_driver --out OUT/torch_rnn.json [--quick]
+  python3 scripts/torch_rnn.py --driver build/bench/ragged_rnn_driver --out torch_rnn_cpu.json --device cpu
 
 1. Checks: for LSTM and GRU, 1 to 3 layers, one or two directions, proj_size, float32 / float16 / bfloat16,
    unsorted lengths: torch's outputs (pad_packed_sequence, caller's order) and final states against ragged's
@@ -12,6 +13,10 @@
    256 / 1024, bfloat16, mean length 128 from uniform / lognormal / bimodal lengths clamped to 4 x mean, at
    least 1): torch_packed (the layer on a prepared PackedSequence), torch_padded (the same layer on the padded batch)
    and ragged (rnn_forward through the driver, which times its own runs with CUDA events). Median of --repeats.
+
+With --device cpu (no GPU needed): torch runs on the CPU and the driver runs ragged's CPU reference (algo
+reference), checks only. That holds the reference, which every GPU test is judged against, to PyTorch's own
+LSTM / GRU, and runs this script's whole path (weight export, layouts, comparisons) before a GPU run does.
 
 Writes one JSON file (--out) with the torch version, the device, every check with its max errors and verdict,
 and every timing; exits 1 when a check fails or the driver fails.
@@ -60,12 +65,12 @@ def run_driver(driver, workdir, config):
     return json.loads(lines[-1])
 
 
-def make_module(mode, input_size, hidden, proj, layers, bidirectional, dtype):
+def make_module(mode, input_size, hidden, proj, layers, bidirectional, dtype, device):
     if mode == "lstm":
         module = torch.nn.LSTM(input_size, hidden, num_layers=layers, bidirectional=bidirectional, proj_size=proj)
     else:
         module = torch.nn.GRU(input_size, hidden, num_layers=layers, bidirectional=bidirectional)
-    return module.to(device="cuda", dtype=DTYPES[dtype]).eval()
+    return module.to(device=device, dtype=DTYPES[dtype]).eval()
 
 
 def export(module, workdir, mode, dtype, lengths, x_list, h0, c0, algo, repeats):
@@ -96,15 +101,15 @@ def export(module, workdir, mode, dtype, lengths, x_list, h0, c0, algo, repeats)
     }
 
 
-def check_case(driver, workdir, mode, dtype, layers, bidirectional, proj, algo, rng):
+def check_case(driver, workdir, mode, dtype, layers, bidirectional, proj, algo, rng, device):
     input_size, hidden = 24, 48
     lengths = [int(v) for v in rng.integers(1, 40, size=int(rng.integers(1, 24)))]
-    module = make_module(mode, input_size, hidden, proj, layers, bidirectional, dtype)
+    module = make_module(mode, input_size, hidden, proj, layers, bidirectional, dtype, device)
     dirs = 2 if bidirectional else 1
     state = proj if proj > 0 else hidden
-    x_list = [torch.randn(n, input_size, device="cuda", dtype=DTYPES[dtype]) for n in lengths]
-    h0 = 0.5 * torch.randn(layers * dirs, len(lengths), state, device="cuda", dtype=DTYPES[dtype])
-    c0 = 0.5 * torch.randn(layers * dirs, len(lengths), hidden, device="cuda", dtype=DTYPES[dtype])
+    x_list = [torch.randn(n, input_size, device=device, dtype=DTYPES[dtype]) for n in lengths]
+    h0 = 0.5 * torch.randn(layers * dirs, len(lengths), state, device=device, dtype=DTYPES[dtype])
+    c0 = 0.5 * torch.randn(layers * dirs, len(lengths), hidden, device=device, dtype=DTYPES[dtype])
     with torch.no_grad():
         packed = torch.nn.utils.rnn.pack_sequence(x_list, enforce_sorted=False)
         if mode == "lstm":
@@ -166,7 +171,7 @@ def cuda_time_ms(fn, repeats):
 def timing_case(driver, workdir, mode, distribution, batch, hidden, dtype, repeats, rng):
     mean = 128
     lengths = draw_lengths(distribution, batch, mean, rng)
-    module = make_module(mode, hidden, hidden, 0, 1, False, dtype)
+    module = make_module(mode, hidden, hidden, 0, 1, False, dtype, "cuda")
     x_list = [torch.rand(n, hidden, device="cuda", dtype=DTYPES[dtype]) * 2 - 1 for n in lengths]
     tag = f"{distribution}/dtype:{'bf16' if dtype == 'bfloat16' else 'f32'}/batch:{batch}/hidden:{hidden}/mean:{mean}"
     entries = []
@@ -198,23 +203,29 @@ def main():
     parser.add_argument("--out", required=True, help="JSON file to write")
     parser.add_argument("--repeats", type=int, default=20, help="timed runs per implementation (median)")
     parser.add_argument("--quick", action="store_true", help="fewer checks, no timings")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                        help="cpu: torch on the CPU against ragged's CPU reference, checks only")
     args = parser.parse_args()
+    on_gpu = args.device == "cuda"
+    algos = ("per_step", "persistent") if on_gpu else ("reference",)
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    report = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
-              "device": torch.cuda.get_device_name(), "checks": [], "timings": []}
+    report = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version() if on_gpu else None,
+              "device": torch.cuda.get_device_name() if on_gpu else "cpu (ragged: CPU reference)",
+              "checks": [], "timings": []}
     with tempfile.TemporaryDirectory(prefix="ragged_rnn_") as workdir:
         for dtype in ("float32", "float16", "bfloat16"):
             for mode in ("lstm", "gru"):
                 for layers, bidirectional in ((1, False), (2, True), (3, False)) if not args.quick else ((2, True),):
-                    for algo in ("per_step", "persistent"):
-                        report["checks"].append(
-                            check_case(args.driver, workdir, mode, dtype, layers, bidirectional, 0, algo, rng))
-            report["checks"].append(check_case(args.driver, workdir, "lstm", dtype, 2, True, 16, "auto", rng))
-        if not args.quick:
+                    for algo in algos:
+                        report["checks"].append(check_case(args.driver, workdir, mode, dtype, layers, bidirectional,
+                                                           0, algo, rng, args.device))
+            report["checks"].append(check_case(args.driver, workdir, "lstm", dtype, 2, True, 16,
+                                               "auto" if on_gpu else "reference", rng, args.device))
+        if on_gpu and not args.quick:
             for mode in ("lstm", "gru"):
                 for distribution in ("uniform", "lognormal", "bimodal"):
                     for batch in (16, 64):
