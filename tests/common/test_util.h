@@ -110,6 +110,41 @@ Status run_two_phase(Op&& op) {
   return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the op");
 }
 
+// What `enqueue(stream)` (returning Status) puts on a new non-blocking stream, captured into an instantiated
+// CUDA graph. Global capture mode: a host sync or another call that is illegal while capturing fails the
+// capture. `enqueued` is what enqueue returned; launch() replays the graph and waits for it.
+class CapturedGraph {
+ public:
+  template <typename Enqueue>
+  explicit CapturedGraph(Enqueue&& enqueue) {
+    REQUIRE(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess);
+    REQUIRE(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal) == cudaSuccess);
+    enqueued = enqueue(stream_);
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph_);
+    INFO("cudaStreamEndCapture -> " << cudaGetErrorString(ended));
+    REQUIRE(ended == cudaSuccess);
+    REQUIRE(cudaGraphInstantiate(&exec_, graph_, 0) == cudaSuccess);
+  }
+  cudaError_t launch() {
+    const cudaError_t launched = cudaGraphLaunch(exec_, stream_);
+    return launched != cudaSuccess ? launched : cudaStreamSynchronize(stream_);
+  }
+  ~CapturedGraph() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+
+  Status enqueued = Status::kSuccess;
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 // Index of the first element whose bytes differ, or -1.
 template <typename T>
 std::int64_t first_bitwise_mismatch(const std::vector<T>& a, const std::vector<T>& b) {

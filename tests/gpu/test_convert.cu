@@ -396,6 +396,55 @@ TEST_CASE("a conversion that fails its argument checks enqueues nothing", "[conv
   }
 }
 
+TEST_CASE("both conversions can be captured in a CUDA graph and replayed", "[convert][gpu][graph]") {
+  auto rng = test::make_rng(331);
+  const std::vector<std::int64_t> lengths = test::make_lengths(test::Regime::kRandom, rng, 60);
+  const std::int64_t batch = static_cast<std::int64_t>(lengths.size()), inner = 5;
+  const std::int64_t max_len = *std::max_element(lengths.begin(), lengths.end()) + 2;
+  std::vector<std::int64_t> offsets(lengths.size() + 1);
+  REQUIRE_OK(lengths_to_offsets_host(lengths.data(), batch, offsets.data()));
+  const std::int64_t nnz = offsets.back();
+  const std::vector<float> values = test::random_values<float>(static_cast<std::size_t>(nnz * inner), rng);
+  const std::vector<float> padded_in =
+      test::random_values<float>(static_cast<std::size_t>(batch * max_len * inner), rng);
+  DeviceBuffer<std::int64_t> d_offsets(offsets);
+  DeviceBuffer<float> d_values(values), d_padded_in(padded_in);
+  DeviceBuffer<float> d_padded(padded_in.size()), d_ragged(values.size());
+  const RaggedView<const float, std::int64_t> src{d_values.data(), d_offsets.data(), batch, nnz, inner};
+  const PaddedView<float> padded{d_padded.data(), batch, max_len, inner};
+  const PaddedView<const float> padded_src{d_padded_in.data(), batch, max_len, inner};
+  const RaggedView<float, std::int64_t> ragged_dst{d_ragged.data(), d_offsets.data(), batch, nnz, inner};
+  std::size_t to_padded_bytes = 0, to_ragged_bytes = 0;
+  REQUIRE_OK(ragged_to_padded(nullptr, to_padded_bytes, src, padded, 0.5f, Align::kRight, Truncate::kLeft, nullptr));
+  REQUIRE_OK(padded_to_ragged(nullptr, to_ragged_bytes, padded_src, ragged_dst, -1.0f, Align::kRight,
+                              Truncate::kLeft, nullptr));
+  DeviceBuffer<unsigned char> ws(std::max<std::size_t>(std::max(to_padded_bytes, to_ragged_bytes), 1));
+
+  test::CapturedGraph graph([&](cudaStream_t stream) {
+    const Status first = ragged_to_padded(ws.data(), to_padded_bytes, src, padded, 0.5f, Align::kRight,
+                                          Truncate::kLeft, stream);
+    const Status second = padded_to_ragged(ws.data(), to_ragged_bytes, padded_src, ragged_dst, -1.0f, Align::kRight,
+                                           Truncate::kLeft, stream);
+    return first != Status::kSuccess ? first : second;
+  });
+  REQUIRE_OK(graph.enqueued);
+  std::vector<float> expected_padded(padded_in.size()), expected_ragged(values.size());
+  reference::ragged_to_padded<float, std::int64_t>({values.data(), offsets.data(), batch, nnz, inner},
+                                                   {expected_padded.data(), batch, max_len, inner}, 0.5f,
+                                                   Align::kRight, Truncate::kLeft);
+  reference::padded_to_ragged<float, std::int64_t>({padded_in.data(), batch, max_len, inner},
+                                                   {expected_ragged.data(), offsets.data(), batch, nnz, inner}, -1.0f,
+                                                   Align::kRight, Truncate::kLeft);
+  for (int replay = 0; replay < 2; ++replay) {
+    test::poison(d_padded);
+    test::poison(d_ragged);
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    REQUIRE_CUDA(graph.launch());
+    REQUIRE_BITWISE_EQUAL(d_padded.to_host(), expected_padded);
+    REQUIRE_BITWISE_EQUAL(d_ragged.to_host(), expected_ragged);
+  }
+}
+
 TEMPLATE_TEST_CASE("RaggedTensor::to_padded and from_padded", "[convert][gpu][tensor]", float, half, std::int64_t) {
   using T = TestType;
   auto rng = test::make_rng(206);

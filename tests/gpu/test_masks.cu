@@ -156,6 +156,52 @@ TEMPLATE_TEST_CASE("masks record the first negative length", "[mask][gpu][errors
   REQUIRE(check.ok());
 }
 
+TEST_CASE("masks can be captured in a CUDA graph and replayed, the length check included", "[mask][gpu][graph]") {
+  auto rng = test::make_rng(305);
+  const std::int64_t batch = 700, max_len = 33;
+  std::vector<std::int32_t> lengths = random_lengths<std::int32_t>(batch, max_len, rng);
+  for (auto& l : lengths) l = std::max(l, 0);
+  lengths[517] = -4;  // recorded by the check on every replay
+  DeviceBuffer<std::int32_t> d_lengths(lengths);
+  DeviceBuffer<bool> mask(static_cast<std::size_t>(batch * max_len));
+  DeviceBuffer<bfloat16> additive(static_cast<std::size_t>(batch * max_len));
+  DeviceBuffer<CheckResult> d_check(1);
+  std::size_t mask_bytes = 0, additive_bytes = 0;
+  REQUIRE_OK(lengths_to_mask(nullptr, mask_bytes, d_lengths.data(), batch, max_len, Align::kRight, mask.data(),
+                             d_check.data(), nullptr));
+  REQUIRE_OK(lengths_to_additive_mask(nullptr, additive_bytes, d_lengths.data(), batch, max_len, Align::kLeft,
+                                      additive.data(), d_check.data(), nullptr));
+  DeviceBuffer<unsigned char> ws(std::max<std::size_t>(std::max(mask_bytes, additive_bytes), 1));
+
+  test::CapturedGraph graph([&](cudaStream_t stream) {
+    const Status first = lengths_to_mask(ws.data(), mask_bytes, d_lengths.data(), batch, max_len, Align::kRight,
+                                         mask.data(), nullptr, stream);
+    const Status second = lengths_to_additive_mask(ws.data(), additive_bytes, d_lengths.data(), batch, max_len,
+                                                   Align::kLeft, additive.data(), d_check.data(), stream);
+    return first != Status::kSuccess ? first : second;
+  });
+  REQUIRE_OK(graph.enqueued);
+  std::vector<unsigned char> expected_mask(static_cast<std::size_t>(batch * max_len));
+  std::vector<bfloat16> expected_additive(static_cast<std::size_t>(batch * max_len));
+  reference::lengths_to_mask(lengths.data(), batch, max_len, Align::kRight,
+                             reinterpret_cast<bool*>(expected_mask.data()));
+  reference::lengths_to_additive_mask(lengths.data(), batch, max_len, Align::kLeft, expected_additive.data());
+  for (int replay = 0; replay < 2; ++replay) {
+    mask.fill_bytes(kPoison);
+    test::poison(additive);
+    d_check.fill_bytes(0x00);  // a stale "failure at index 0": the replay must reset it
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    REQUIRE_CUDA(graph.launch());
+    std::vector<unsigned char> got_mask(expected_mask.size());
+    REQUIRE_CUDA(cudaMemcpy(got_mask.data(), mask.data(), got_mask.size(), cudaMemcpyDeviceToHost));
+    require_same_bytes(got_mask, expected_mask, 1);
+    REQUIRE_BITWISE_EQUAL(additive.to_host(), expected_additive);
+    const CheckResult check = d_check.to_host()[0];
+    REQUIRE(check.status() == Status::kNegativeLength);
+    REQUIRE(check.index() == 517);
+  }
+}
+
 TEST_CASE("bool masks round-trip through the owning buffer", "[mask][gpu]") {
   // DeviceBuffer<bool> stages std::vector<bool> (bit-packed, no data()) through bytes in both directions.
   const std::vector<std::int32_t> lengths = {3, 0, 5, 1};

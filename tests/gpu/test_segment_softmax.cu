@@ -250,6 +250,44 @@ TEMPLATE_TEST_CASE("segment_softmax is deterministic and batch-invariant", "[seg
   }
 }
 
+TEST_CASE("segment_softmax and its backward can be captured in a CUDA graph", "[segment][gpu][graph]") {
+  auto rng = test::make_rng(507);
+  // Short rows and one past the local-finish limit, so the captured work includes the multi-chunk passes.
+  std::vector<std::int64_t> lengths = test::make_lengths(test::Regime::kRandom, rng, 30);
+  lengths.push_back(200003);
+  const auto host = test::random_ragged<float, std::int32_t>(lengths, 1, rng);
+  const DeviceRagged<float, std::int32_t> dev(host);
+  const std::vector<float> expected_y = device_softmax(dev, /*log=*/true);
+  const std::vector<float> dy = test::random_values<float>(expected_y.size(), rng);
+  const std::vector<float> expected_grad = device_softmax_backward(dev, /*log=*/true, expected_y, dy);
+
+  DeviceBuffer<float> y(expected_y.size()), d_dy(dy), grad_in(expected_y.size());
+  std::size_t forward_bytes = 0, backward_bytes = 0;
+  REQUIRE_OK(segment_softmax(nullptr, forward_bytes, dev.view(), true, y.data(), nullptr));
+  REQUIRE_OK(segment_softmax_backward(nullptr, backward_bytes, dev.view(), true, y.data(), d_dy.data(),
+                                      grad_in.data(), nullptr));
+  DeviceBuffer<unsigned char> forward_ws(std::max<std::size_t>(forward_bytes, 1));
+  DeviceBuffer<unsigned char> backward_ws(std::max<std::size_t>(backward_bytes, 1));
+  test::CapturedGraph graph([&](cudaStream_t stream) {
+    // The backward pass reads the y the forward pass writes in the same graph.
+    const Status forward = segment_softmax(forward_ws.data(), forward_bytes, dev.view(), true, y.data(), stream);
+    const Status backward = segment_softmax_backward(backward_ws.data(), backward_bytes, dev.view(), true, y.data(),
+                                                     d_dy.data(), grad_in.data(), stream);
+    return forward != Status::kSuccess ? forward : backward;
+  });
+  REQUIRE_OK(graph.enqueued);
+  for (int replay = 0; replay < 2; ++replay) {
+    test::poison(y);
+    test::poison(grad_in);
+    forward_ws.fill_bytes(0xa5);  // the workspace holds nothing a replay may rely on
+    backward_ws.fill_bytes(0xa5);
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    REQUIRE_CUDA(graph.launch());
+    REQUIRE_BITWISE_EQUAL(y.to_host(), expected_y);
+    REQUIRE_BITWISE_EQUAL(grad_in.to_host(), expected_grad);
+  }
+}
+
 // The argument errors are checked without a GPU in tests/cpu/test_argument_checks.cpp; these need the query
 // (CUB's temp size) or the device data.
 TEMPLATE_TEST_CASE("segment_softmax: a short workspace is refused, an empty batch writes nothing",
