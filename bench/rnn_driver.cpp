@@ -174,24 +174,18 @@ std::string run(const std::string& dir, const std::map<std::string, std::string>
     return "{\"ok\": true, \"algo\": \"reference\", \"median_ms\": 0, \"runs\": 0, \"workspace_bytes\": 0}";
   }
 
+  // The same weights, every pointer moved to its device copy.
   std::vector<DeviceBuffer<T>> params;
   params.reserve(host_params.size());
-  for (const std::vector<T>& p : host_params) params.emplace_back(p);
-  // The same weights with device pointers: host_params[i] became params[i].
-  std::vector<RnnLayerWeights<T>> weights = host_weights;
-  auto on_device = [&](const T* host) -> const T* {
-    if (host == nullptr) return nullptr;
-    for (std::size_t i = 0; i < host_params.size(); ++i)
-      if (host_params[i].data() == host) return params[i].data();
-    throw std::logic_error("a weight pointer that was not loaded");
-  };
-  for (RnnLayerWeights<T>& w : weights) {
-    w.w_ih = on_device(w.w_ih);
-    w.w_hh = on_device(w.w_hh);
-    w.b_ih = on_device(w.b_ih);
-    w.b_hh = on_device(w.b_hh);
-    w.w_hr = on_device(w.w_hr);
+  std::map<const T*, const T*> device_of = {{nullptr, nullptr}};
+  for (const std::vector<T>& p : host_params) {
+    params.emplace_back(p);
+    device_of[p.data()] = params.back().data();
   }
+  std::vector<RnnLayerWeights<T>> weights;
+  for (const RnnLayerWeights<T>& w : host_weights)
+    weights.push_back({device_of.at(w.w_ih), device_of.at(w.w_hh), device_of.at(w.b_ih), device_of.at(w.b_hh),
+                       device_of.at(w.w_hr)});
   DeviceBuffer<T> input(host_input);
   DeviceBuffer<std::int32_t> d_offsets(offsets);
   DeviceBuffer<T> h0, c0;

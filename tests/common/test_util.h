@@ -111,14 +111,14 @@ Status run_two_phase(Op&& op) {
 }
 
 // What `enqueue(stream)` (returning Status) puts on a new non-blocking stream, captured into an instantiated
-// CUDA graph. Global capture mode: a host sync or another call that is illegal while capturing fails the
-// capture. `enqueued` is what enqueue returned; launch() replays the graph and waits for it.
+// CUDA graph. In global capture mode (the default) a host sync or another call that is illegal while capturing
+// fails the capture. `enqueued` is what enqueue returned; launch() replays the graph and waits for it.
 class CapturedGraph {
  public:
   template <typename Enqueue>
-  explicit CapturedGraph(Enqueue&& enqueue) {
+  explicit CapturedGraph(Enqueue&& enqueue, cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal) {
     REQUIRE(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess);
-    REQUIRE(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal) == cudaSuccess);
+    REQUIRE(cudaStreamBeginCapture(stream_, mode) == cudaSuccess);
     enqueued = enqueue(stream_);
     const cudaError_t ended = cudaStreamEndCapture(stream_, &graph_);
     INFO("cudaStreamEndCapture -> " << cudaGetErrorString(ended));

@@ -423,22 +423,12 @@ TEST_CASE("attention can be captured in a CUDA graph", "[attention][gpu][graph]"
   std::size_t bytes = 0;
   REQUIRE_OK(varlen_attention_forward(nullptr, bytes, a, nullptr));
   DeviceBuffer<unsigned char> ws(std::max<std::size_t>(bytes, 1));
-  cudaStream_t stream = nullptr;
-  REQUIRE_CUDA(cudaStreamCreate(&stream));
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  REQUIRE_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  const Status captured = varlen_attention_forward(ws.data(), bytes, a, stream);
-  REQUIRE_CUDA(cudaStreamEndCapture(stream, &graph));
-  REQUIRE_OK(captured);
-  REQUIRE_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  REQUIRE_CUDA(cudaGraphLaunch(exec, stream));
-  REQUIRE_CUDA(cudaStreamSynchronize(stream));
+  test::CapturedGraph graph([&](cudaStream_t stream) { return varlen_attention_forward(ws.data(), bytes, a, stream); });
+  REQUIRE_OK(graph.enqueued);
+  REQUIRE_CUDA(cudaDeviceSynchronize());  // the poisoning above, before the graph's own stream runs
+  REQUIRE_CUDA(graph.launch());
   REQUIRE_BITWISE_EQUAL(o.to_host(), expected.o);
   REQUIRE_BITWISE_EQUAL(lse.to_host(), expected.lse);
-  REQUIRE_CUDA(cudaGraphExecDestroy(exec));
-  REQUIRE_CUDA(cudaGraphDestroy(graph));
-  REQUIRE_CUDA(cudaStreamDestroy(stream));
 }
 
 TEST_CASE("attention on RaggedTensors matches the low-level call", "[attention][gpu]") {

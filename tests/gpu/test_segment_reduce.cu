@@ -209,34 +209,32 @@ TEST_CASE("segment_reduce and its backward can be captured in a CUDA graph", "[s
   const std::vector<float> grad_out_host = test::random_values<float>(count, rng);
   DeviceBuffer<float> grad_out(grad_out_host);
 
-  cudaStream_t stream = nullptr;
-  REQUIRE_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::size_t forward_bytes = 0, backward_bytes = 0;
-  REQUIRE_OK(segment_reduce(nullptr, forward_bytes, dev.view(), ReduceOp::kMax, out.data(), arg.data(), 0.0f, stream));
+  REQUIRE_OK(segment_reduce(nullptr, forward_bytes, dev.view(), ReduceOp::kMax, out.data(), arg.data(), 0.0f, nullptr));
   REQUIRE_OK(segment_reduce_backward(nullptr, backward_bytes, dev.view(), ReduceOp::kMax, grad_out.data(), arg.data(),
-                                     grad_in.data(), stream));
+                                     grad_in.data(), nullptr));
   DeviceBuffer<unsigned char> forward_ws(std::max<std::size_t>(forward_bytes, 1));
   DeviceBuffer<unsigned char> backward_ws(std::max<std::size_t>(backward_bytes, 1));
   REQUIRE_CUDA(cudaDeviceSynchronize());
 
-  cudaGraph_t graph = nullptr;
-  REQUIRE_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  const Status forward = segment_reduce(forward_ws.data(), forward_bytes, dev.view(), ReduceOp::kMax, out.data(),
-                                        arg.data(), 0.0f, stream);
-  const Status backward = segment_reduce_backward(backward_ws.data(), backward_bytes, dev.view(), ReduceOp::kMax,
-                                                  grad_out.data(), arg.data(), grad_in.data(), stream);
-  REQUIRE_CUDA(cudaStreamEndCapture(stream, &graph));
+  Status forward = Status::kSuccess, backward = Status::kSuccess;
+  test::CapturedGraph graph(
+      [&](cudaStream_t stream) {
+        forward = segment_reduce(forward_ws.data(), forward_bytes, dev.view(), ReduceOp::kMax, out.data(), arg.data(),
+                                 0.0f, stream);
+        backward = segment_reduce_backward(backward_ws.data(), backward_bytes, dev.view(), ReduceOp::kMax,
+                                           grad_out.data(), arg.data(), grad_in.data(), stream);
+        return forward;
+      },
+      cudaStreamCaptureModeThreadLocal);
   REQUIRE_OK(forward);
   REQUIRE_OK(backward);
-  cudaGraphExec_t exec = nullptr;
-  REQUIRE_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   for (int replay = 0; replay < 2; ++replay) {
     test::poison(out);
     test::poison(arg);
     test::poison(grad_in);
     REQUIRE_CUDA(cudaDeviceSynchronize());
-    REQUIRE_CUDA(cudaGraphLaunch(exec, stream));
-    REQUIRE_CUDA(cudaStreamSynchronize(stream));
+    REQUIRE_CUDA(graph.launch());
     std::vector<float> ref(count), grad_ref(host.values.size());
     std::vector<std::int64_t> ref_arg(count);
     reference::segment_reduce(host.view(), ReduceOp::kMax, ref.data(), ref_arg.data(), 0.0f);
@@ -247,9 +245,6 @@ TEST_CASE("segment_reduce and its backward can be captured in a CUDA graph", "[s
     REQUIRE(arg.to_host() == ref_arg);
     REQUIRE_BITWISE_EQUAL(grad_got, grad_ref);
   }
-  REQUIRE_CUDA(cudaGraphExecDestroy(exec));
-  REQUIRE_CUDA(cudaGraphDestroy(graph));
-  REQUIRE_CUDA(cudaStreamDestroy(stream));
 }
 
 // The argument errors are checked without a GPU in tests/cpu/test_argument_checks.cpp; these need the query
