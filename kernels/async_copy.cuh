@@ -5,6 +5,12 @@
 // other blocks of a persistent kernel wrote before a grid barrier.
 #pragma once
 
+// Compiled for an architecture older than sm_80 (PTX JIT included), these primitives would be empty and the
+// kernels using them would silently compute garbage: refuse the build instead.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "ragged's attention and recurrent kernels need CUDA architecture 80 or newer (cp.async, ldmatrix, mma.sync)"
+#endif
+
 #include <cuda_runtime.h>
 
 namespace ragged {

@@ -13,6 +13,12 @@
 // (a weight matrix, or K in attention) give B; a [k][n] tile (V) needs .trans.
 #pragma once
 
+// Compiled for an architecture older than sm_80 (PTX JIT included), these primitives would be empty and the
+// kernels using them would silently compute garbage: refuse the build instead.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "ragged's attention and recurrent kernels need CUDA architecture 80 or newer (cp.async, ldmatrix, mma.sync)"
+#endif
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
