@@ -21,63 +21,29 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <fstream>
 #include <iostream>
-#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bench/attention_cases.h"
+#include "bench/common/raw_files.h"
 #include "ragged/attention.h"
 #include "ragged/buffer.h"
 #include "ragged/reference_attention.h"
 
 namespace {
 
-std::vector<char> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void write_file(const std::string& path, const void* data, std::size_t bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
+using ragged::bench::KeyValueFile;
+using ragged::bench::read_array;
+using ragged::bench::write_bytes;
 
 template <typename T>
-std::vector<T> read_array(const std::string& path, std::size_t count) {
-  const std::vector<char> bytes = read_file(path);
-  if (bytes.size() != count * sizeof(T))
-    throw std::runtime_error(path + " holds " + std::to_string(bytes.size()) + " bytes, expected " +
-                             std::to_string(count * sizeof(T)));
-  std::vector<T> out(count);
-  if (count > 0) std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
-
-std::map<std::string, std::string> read_meta(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  std::map<std::string, std::string> meta;
-  std::string key, value;
-  while (in >> key >> value) meta[key] = value;
-  return meta;
-}
-
-template <typename T>
-void run(const std::string& dir, const std::map<std::string, std::string>& meta, bool on_host) {
-  auto get = [&](const char* key) -> std::string {
-    const auto it = meta.find(key);
-    if (it == meta.end()) throw std::runtime_error(std::string("meta.txt lacks ") + key);
-    return it->second;
-  };
-  const int heads_q = std::stoi(get("heads_q")), heads_kv = std::stoi(get("heads_kv")), dim = std::stoi(get("head_dim"));
-  const std::int64_t batch = std::stoll(get("batch")), total_q = std::stoll(get("total_q")),
-                     total_k = std::stoll(get("total_k"));
+void run(const std::string& dir, const KeyValueFile& meta, bool on_host) {
+  const int heads_q = std::stoi(meta.required("heads_q")), heads_kv = std::stoi(meta.required("heads_kv")), dim = std::stoi(meta.required("head_dim"));
+  const std::int64_t batch = std::stoll(meta.required("batch")), total_q = std::stoll(meta.required("total_q")),
+                     total_k = std::stoll(meta.required("total_k"));
   const std::size_t q_elems = static_cast<std::size_t>(total_q * heads_q * dim);
   const std::size_t k_elems = static_cast<std::size_t>(total_k * heads_kv * dim);
   const std::vector<T> q = read_array<T>(dir + "/q.bin", q_elems);
@@ -94,8 +60,8 @@ void run(const std::string& dir, const std::map<std::string, std::string>& meta,
   a.heads_q = heads_q;
   a.heads_kv = heads_kv;
   a.head_dim = dim;
-  a.scale = std::stof(get("scale"));
-  a.causal = get("causal") == "1";
+  a.scale = std::stof(meta.required("scale"));
+  a.causal = meta.required("causal") == "1";
   auto point_at = [&](const T* pq, const T* pk, const T* pv, T* po, float* plse, const std::int32_t* pq_off,
                       const std::int32_t* pk_off) {
     a.q = ragged::dense_heads<const T>(pq, heads_q, dim);
@@ -123,8 +89,8 @@ void run(const std::string& dir, const std::map<std::string, std::string>& meta,
     o = d_o.to_host();
     lse = d_lse.to_host();
   }
-  write_file(dir + "/o.bin", o.data(), o.size() * sizeof(T));
-  write_file(dir + "/lse.bin", lse.data(), lse.size() * sizeof(float));
+  write_bytes(dir + "/o.bin", o.data(), o.size() * sizeof(T));
+  write_bytes(dir + "/lse.bin", lse.data(), lse.size() * sizeof(float));
 }
 
 void print_cases(bool full) {
@@ -165,13 +131,12 @@ int main(int argc, char** argv) {
     if ((command == "run" || command == "reference") && argc == 3) {
       const bool on_host = command == "reference";
       const std::string dir = argv[2];
-      const auto meta = read_meta(dir + "/meta.txt");
-      const auto dtype = meta.find("dtype");
-      if (dtype == meta.end()) throw std::runtime_error("meta.txt lacks dtype");
-      if (dtype->second == "bf16") run<__nv_bfloat16>(dir, meta, on_host);
-      else if (dtype->second == "f16") run<__half>(dir, meta, on_host);
-      else if (dtype->second == "f32") run<float>(dir, meta, on_host);
-      else throw std::runtime_error("unknown dtype " + dtype->second + " (bf16, f16 or f32)");
+      const auto meta = ragged::bench::read_key_values(dir + "/meta.txt");
+      const std::string& dtype = meta.required("dtype");
+      if (dtype == "bf16") run<__nv_bfloat16>(dir, meta, on_host);
+      else if (dtype == "f16") run<__half>(dir, meta, on_host);
+      else if (dtype == "f32") run<float>(dir, meta, on_host);
+      else throw std::runtime_error("unknown dtype " + dtype + " (bf16, f16 or f32)");
       return 0;
     }
     return usage();

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/raw_files.h"
 #include "ragged/buffer.h"
 #include "ragged/reference_rnn.h"
 #include "ragged/rnn.h"
@@ -38,45 +39,20 @@ namespace {
 
 using namespace ragged;
 
-std::map<std::string, std::string> read_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::map<std::string, std::string> config;
-  std::string key, value;
-  while (in >> key >> value) config[key] = value;
-  return config;
-}
+using bench::KeyValueFile;
 
-std::int64_t get_int(const std::map<std::string, std::string>& config, const std::string& key, std::int64_t fallback) {
-  const auto it = config.find(key);
-  return it == config.end() ? fallback : std::stoll(it->second);
-}
-
-std::string get_string(const std::map<std::string, std::string>& config, const std::string& key,
-                       const std::string& fallback) {
-  const auto it = config.find(key);
-  return it == config.end() ? fallback : it->second;
+std::int64_t get_int(const KeyValueFile& config, const std::string& key, std::int64_t fallback) {
+  return std::stoll(config.optional(key, std::to_string(fallback)));
 }
 
 bool file_exists(const std::string& path) { return static_cast<bool>(std::ifstream(path)); }
 
+// Element counts are int64 here; the shared reader takes size_t.
 template <typename T>
 std::vector<T> read_array(const std::string& path, std::int64_t count) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::vector<T> data(static_cast<std::size_t>(count));
-  in.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(count * sizeof(T)));
-  if (in.gcount() != static_cast<std::streamsize>(count * sizeof(T)))
-    throw std::runtime_error(path + " holds fewer than " + std::to_string(count) + " elements");
-  return data;
+  return bench::read_array<T>(path, static_cast<std::size_t>(count));
 }
-
-template <typename T>
-void write_array(const std::string& path, const std::vector<T>& data) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(T)));
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
+using bench::write_array;
 
 void check(Status status, const char* what) {
   if (status != Status::kSuccess)
@@ -103,9 +79,9 @@ RnnAlgo parse_algo(const std::string& name) {
 }
 
 template <typename T>
-std::string run(const std::string& dir, const std::map<std::string, std::string>& config) {
+std::string run(const std::string& dir, const KeyValueFile& config) {
   RnnDesc desc;
-  const std::string mode = get_string(config, "mode", "lstm");
+  const std::string mode = config.optional("mode", "lstm");
   if (mode != "lstm" && mode != "gru") throw std::runtime_error("unknown mode '" + mode + "'");
   desc.mode = mode == "gru" ? RnnMode::kGru : RnnMode::kLstm;
   desc.input_size = get_int(config, "input_size", 0);
@@ -114,7 +90,7 @@ std::string run(const std::string& dir, const std::map<std::string, std::string>
   desc.num_layers = get_int(config, "num_layers", 1);
   desc.bidirectional = get_int(config, "bidirectional", 0) != 0;
   desc.bias = get_int(config, "bias", 1) != 0;
-  const std::string algo_name = get_string(config, "algo", "auto");
+  const std::string algo_name = config.optional("algo", "auto");
   const bool reference = algo_name == "reference";
   const RnnAlgo algo = reference ? RnnAlgo::kAuto : parse_algo(algo_name);
   const std::int64_t repeats = get_int(config, "repeats", 0);
@@ -263,8 +239,8 @@ int main(int argc, char** argv) {
   }
   try {
     const std::string dir = argv[1];
-    const auto config = read_config(dir + "/config.txt");
-    const std::string dtype = get_string(config, "dtype", "float32");
+    const auto config = bench::read_key_values(dir + "/config.txt");
+    const std::string dtype = config.optional("dtype", "float32");
     std::string result;
     if (dtype == "float32") result = run<float>(dir, config);
     else if (dtype == "float16") result = run<half>(dir, config);

@@ -18,60 +18,24 @@
 //   softmax.bin, log_softmax.bin [nnz, inner]; softmax_backward.bin, log_softmax_backward.bin [nnz, inner]
 //   (each from the forward output above, as a training step would call it).
 #include <cstdint>
-#include <cstring>
 #include <exception>
-#include <fstream>
 #include <iostream>
-#include <iterator>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "bench/common/raw_files.h"
 #include "ragged/offsets.h"
 #include "ragged/reference_segment.h"
 #include "ragged/status.h"
 
 namespace {
 
-std::vector<char> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void write_file(const std::string& path, const void* data, std::size_t bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
-
-template <typename T>
-std::vector<T> read_array(const std::string& path, std::size_t count) {
-  const std::vector<char> bytes = read_file(path);
-  if (bytes.size() != count * sizeof(T))
-    throw std::runtime_error(path + " holds " + std::to_string(bytes.size()) + " bytes, expected " +
-                             std::to_string(count * sizeof(T)));
-  std::vector<T> out(count);
-  if (count > 0) std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
-
-template <typename T>
-void write_array(const std::string& path, const std::vector<T>& values) {
-  write_file(path, values.data(), values.size() * sizeof(T));
-}
-
-std::map<std::string, std::string> read_meta(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  std::map<std::string, std::string> meta;
-  std::string key, value;
-  while (in >> key >> value) meta[key] = value;
-  return meta;
-}
+using ragged::bench::KeyValueFile;
+using ragged::bench::read_array;
+using ragged::bench::write_array;
 
 // The element nearest to a float (the sentinel of unwritten rows; exact for the values the script picks).
 template <typename T>
@@ -82,17 +46,12 @@ T from_float(float v) {
 }
 
 template <typename T, typename OffsetT>
-void run_reference(const std::string& dir, const std::map<std::string, std::string>& meta) {
-  auto get = [&](const char* key) -> std::string {
-    const auto it = meta.find(key);
-    if (it == meta.end()) throw std::runtime_error(std::string("meta.txt lacks ") + key);
-    return it->second;
-  };
-  const std::int64_t batch = std::stoll(get("batch")), nnz = std::stoll(get("nnz")), inner = std::stoll(get("inner"));
+void run_reference(const std::string& dir, const KeyValueFile& meta) {
+  const std::int64_t batch = std::stoll(meta.required("batch")), nnz = std::stoll(meta.required("nnz")), inner = std::stoll(meta.required("inner"));
   if (batch < 0 || nnz < 0 || inner < 1) throw std::runtime_error("meta.txt: need batch >= 0, nnz >= 0, inner >= 1");
   // std::stof reads "inf", "-inf" and "nan" as well.
-  const float empty_value = std::stof(get("empty_value"));
-  const T unwritten = from_float<T>(std::stof(get("unwritten")));
+  const float empty_value = std::stof(meta.required("empty_value"));
+  const T unwritten = from_float<T>(std::stof(meta.required("unwritten")));
   const std::size_t row_elems = static_cast<std::size_t>(batch * inner);
   const std::size_t all_elems = static_cast<std::size_t>(nnz * inner);
 
@@ -132,7 +91,7 @@ void run_reference(const std::string& dir, const std::map<std::string, std::stri
 }
 
 template <typename T>
-void run_reference_for_offsets(const std::string& dir, const std::map<std::string, std::string>& meta,
+void run_reference_for_offsets(const std::string& dir, const KeyValueFile& meta,
                                const std::string& offsets) {
   if (offsets == "i32") run_reference<T, std::int32_t>(dir, meta);
   else if (offsets == "i64") run_reference<T, std::int64_t>(dir, meta);
@@ -150,15 +109,13 @@ int main(int argc, char** argv) {
   if (argc != 3 || std::string(argv[1]) != "reference") return usage();
   try {
     const std::string dir = argv[2];
-    const auto meta = read_meta(dir + "/meta.txt");
-    const auto dtype = meta.find("dtype");
-    const auto offsets = meta.find("offsets");
-    if (dtype == meta.end()) throw std::runtime_error("meta.txt lacks dtype");
-    if (offsets == meta.end()) throw std::runtime_error("meta.txt lacks offsets");
-    if (dtype->second == "f32") run_reference_for_offsets<float>(dir, meta, offsets->second);
-    else if (dtype->second == "f16") run_reference_for_offsets<ragged::half>(dir, meta, offsets->second);
-    else if (dtype->second == "bf16") run_reference_for_offsets<ragged::bfloat16>(dir, meta, offsets->second);
-    else throw std::runtime_error("unknown dtype " + dtype->second + " (f32, f16 or bf16)");
+    const auto meta = ragged::bench::read_key_values(dir + "/meta.txt");
+    const std::string& dtype = meta.required("dtype");
+    const std::string& offsets = meta.required("offsets");
+    if (dtype == "f32") run_reference_for_offsets<float>(dir, meta, offsets);
+    else if (dtype == "f16") run_reference_for_offsets<ragged::half>(dir, meta, offsets);
+    else if (dtype == "bf16") run_reference_for_offsets<ragged::bfloat16>(dir, meta, offsets);
+    else throw std::runtime_error("unknown dtype " + dtype + " (f32, f16 or bf16)");
     return 0;
   } catch (const std::exception& error) {
     std::cerr << "ragged_segment_io: " << error.what() << "\n";

@@ -32,7 +32,6 @@ and a "torch_attention" section (torch version, correctness results). With --mer
 sit in one file. Exit code 1 when a correctness check fails, 2 on a usage or tool error.
 """
 import argparse
-import ctypes
 import itertools
 import json
 import math
@@ -44,20 +43,10 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
+from raw_tensors import read_raw, write_raw
+
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 MANTISSA_BITS = {"bf16": 8, "f16": 11, "f32": 24}
-
-
-def tensor_bytes(t):
-    t = t.detach().contiguous().cpu()
-    return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
-
-
-def read_tensor(path, dtype, shape):
-    data = bytearray(open(path, "rb").read())
-    if len(data) == 0:
-        return torch.empty(shape, dtype=dtype)
-    return torch.frombuffer(data, dtype=dtype).reshape(shape).clone()
 
 
 def ulp(x, dtype_name):
@@ -70,16 +59,16 @@ def ulp(x, dtype_name):
 def run_ragged(tool, command, q, k, v, q_off, k_off, heads_q, heads_kv, dim, causal, scale, dtype_name):
     with tempfile.TemporaryDirectory() as d:
         for name, t in (("q", q), ("k", k), ("v", v)):
-            open(os.path.join(d, name + ".bin"), "wb").write(tensor_bytes(t))
-        open(os.path.join(d, "q_offsets.bin"), "wb").write(tensor_bytes(q_off.to(torch.int32)))
-        open(os.path.join(d, "k_offsets.bin"), "wb").write(tensor_bytes(k_off.to(torch.int32)))
+            write_raw(os.path.join(d, name + ".bin"), t)
+        write_raw(os.path.join(d, "q_offsets.bin"), q_off.to(torch.int32))
+        write_raw(os.path.join(d, "k_offsets.bin"), k_off.to(torch.int32))
         meta = {"dtype": dtype_name, "heads_q": heads_q, "heads_kv": heads_kv, "head_dim": dim,
                 "batch": len(q_off) - 1, "causal": int(causal), "scale": repr(scale),
                 "total_q": q.shape[0], "total_k": k.shape[0]}
         open(os.path.join(d, "meta.txt"), "w").write("".join(f"{key} {val}\n" for key, val in meta.items()))
         subprocess.run([tool, command, d], check=True)
-        o = read_tensor(os.path.join(d, "o.bin"), DTYPES[dtype_name], (q.shape[0], heads_q, dim))
-        lse = read_tensor(os.path.join(d, "lse.bin"), torch.float32, (q.shape[0], heads_q))
+        o = read_raw(os.path.join(d, "o.bin"), DTYPES[dtype_name], (q.shape[0], heads_q, dim))
+        lse = read_raw(os.path.join(d, "lse.bin"), torch.float32, (q.shape[0], heads_q))
     return o, lse
 
 

@@ -32,26 +32,13 @@ import tempfile
 import numpy as np
 import torch
 
+from raw_tensors import read_raw, write_raw
+
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 # Max abs error allowed between ragged and cuDNN (both fp32-accumulated, h stored in the dtype): the outputs are
 # bounded by 1 in magnitude (cell states by a few, judged relative to their size), so these are about 8 ulps at
 # 1 for the low precisions, where a rounding that differs once propagates through the later steps.
 TOLERANCE = {"float32": 2e-5, "float16": 8e-3, "bfloat16": 6e-2}
-
-
-def write_raw(path, tensor):
-    t = tensor.detach().contiguous().cpu()
-    if t.dtype == torch.bfloat16:
-        t = t.view(torch.int16)
-    t.numpy().tofile(path)
-
-
-def read_raw(path, dtype, shape):
-    np_dtype = {"float32": np.float32, "float16": np.float16, "bfloat16": np.int16}[dtype]
-    t = torch.from_numpy(np.fromfile(path, dtype=np_dtype).copy())
-    if dtype == "bfloat16":
-        t = t.view(torch.bfloat16)
-    return t.reshape(shape)
 
 
 def run_driver(driver, workdir, config):
@@ -77,7 +64,7 @@ def export(module, workdir, mode, dtype, lengths, x_list, h0, c0, algo, repeats)
     """Writes the module's parameters, the inputs and the config for the driver."""
     for name, param in module.named_parameters():
         write_raw(os.path.join(workdir, name + ".bin"), param)
-    np.asarray(lengths, dtype=np.int64).tofile(os.path.join(workdir, "lengths.bin"))
+    write_raw(os.path.join(workdir, "lengths.bin"), torch.tensor(lengths, dtype=torch.int64))
     write_raw(os.path.join(workdir, "input.bin"), torch.cat(x_list, 0))
     for name in ("h0", "c0"):
         path = os.path.join(workdir, name + ".bin")
@@ -127,12 +114,12 @@ def check_case(driver, workdir, mode, dtype, layers, bidirectional, proj, algo, 
     if not result.get("ok"):
         case.update(ok=False, error=result.get("error"))
         return case
-    got_out = read_raw(os.path.join(workdir, "output.bin"), dtype, tuple(want_out.shape)).float()
+    got_out = read_raw(os.path.join(workdir, "output.bin"), DTYPES[dtype], tuple(want_out.shape)).float()
     errors = {"output": (got_out - want_out).abs().max().item()}
-    got_hn = read_raw(os.path.join(workdir, "hn.bin"), dtype, tuple(hn.shape)).float()
+    got_hn = read_raw(os.path.join(workdir, "hn.bin"), DTYPES[dtype], tuple(hn.shape)).float()
     errors["hn"] = (got_hn - hn.float().cpu()).abs().max().item()
     if cn is not None:
-        got_cn = read_raw(os.path.join(workdir, "cn.bin"), dtype, tuple(cn.shape)).float()
+        got_cn = read_raw(os.path.join(workdir, "cn.bin"), DTYPES[dtype], tuple(cn.shape)).float()
         # The cell state grows past 1: judge it relative to its size.
         errors["cn"] = ((got_cn - cn.float().cpu()).abs() / (1 + cn.float().cpu().abs())).max().item()
     ok = all(math.isfinite(e) and e <= TOLERANCE[dtype] for e in errors.values())

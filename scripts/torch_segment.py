@@ -35,35 +35,20 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 import torch
+
+from raw_tensors import read_raw, write_raw
 
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 # Significand bits (the implicit one included) and the smallest normal exponent.
 PRECISION = {"f32": (24, -126), "f16": (11, -14), "bf16": (8, -126)}
-OFFSETS = {"i32": np.int32, "i64": np.int64}
+OFFSETS = {"i32": torch.int32, "i64": torch.int64}
 LENGTHS = [0, 1, 2, 7, 0, 1, 33, 130, 5, 1000, 0, 64, 1, 0]
 TRAILING_ROWS = 3  # rows past offsets[batch]: no output may touch them
 UNWRITTEN = 7.5  # what the [nnz, inner] outputs hold before the call (exact in every dtype)
 EMPTY_VALUES = (0.0, -3.25, float("-inf"))
 DOUBLE_EPS = 2.0 ** -52
 REDUCTIONS = ("sum", "mean", "max", "min")
-
-
-def write_raw(path, tensor):
-    t = tensor.detach().contiguous().cpu()
-    if t.dtype == torch.bfloat16:
-        t = t.view(torch.int16)
-    t.numpy().tofile(path)
-
-
-def read_raw(path, dtype, shape):
-    np_dtype = {torch.float32: np.float32, torch.float16: np.float16, torch.bfloat16: np.int16,
-                torch.int64: np.int64}[dtype]
-    t = torch.from_numpy(np.fromfile(path, dtype=np_dtype).copy())
-    if dtype == torch.bfloat16:
-        t = t.view(torch.bfloat16)
-    return t.reshape(shape)
 
 
 def ulp(dtype_name, magnitude):
@@ -123,7 +108,7 @@ def run_ragged(tool, dtype_name, offsets_name, offsets, x, grad_reduce, grad_sof
     dtype = DTYPES[dtype_name]
     with tempfile.TemporaryDirectory(prefix="ragged_segment_") as d:
         write_raw(os.path.join(d, "x.bin"), x)
-        np.asarray(offsets, dtype=OFFSETS[offsets_name]).tofile(os.path.join(d, "offsets.bin"))
+        write_raw(os.path.join(d, "offsets.bin"), torch.tensor(offsets, dtype=OFFSETS[offsets_name]))
         write_raw(os.path.join(d, "grad_reduce.bin"), grad_reduce)
         write_raw(os.path.join(d, "grad_softmax.bin"), grad_softmax)
         meta = {"dtype": dtype_name, "offsets": offsets_name, "batch": batch, "nnz": nnz, "inner": inner,
