@@ -149,7 +149,7 @@ struct RnnForwardDesc {
   void* hn = nullptr;
   void* cn = nullptr;
   cublasHandle_t cublas = nullptr;
-  std::size_t cublas_workspace_bytes = std::size_t{4} << 20;
+  std::size_t cublas_workspace_bytes = 0;  // as RnnArgs
   RnnAlgo algo = RnnAlgo::kAuto;
   CheckResult* check = nullptr;
 };

@@ -109,7 +109,11 @@ struct RnnArgs {
   // the handle's workspace to cuBLAS's default pool (cublasSetStream always does that), so the handle never
   // keeps a pointer into ragged's workspace. Not thread-safe with other users of the same handle.
   cublasHandle_t cublas = nullptr;
-  std::size_t cublas_workspace_bytes = std::size_t{4} << 20;  // cuBLAS's own recommendation is 4 MiB (32 on Hopper)
+  // None by default: the projection GEMMs have a row per token, large enough for cuBLAS's kernels without split-K,
+  // and a small part of a layer's time next to the recurrence, while a fixed slice would dominate the peak memory of
+  // small batches (docs/design.md). Give cuBLAS room (its recommendation: 4 MiB, 32 MiB on Hopper) to let it pick
+  // kernels that need it.
+  std::size_t cublas_workspace_bytes = 0;
   RnnAlgo algo = RnnAlgo::kAuto;
   CheckResult* check = nullptr;  // optional: the first sequence longer than max_steps (kInvalidArgument)
 };
