@@ -99,6 +99,11 @@ class Report:
         return "no data" if met is None else ("met" if met else "MISSED")
 
 
+def natural_key(text):
+    """Sort key that orders the numbers inside names by value ("hidden:256" before "hidden:1024")."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
 def fmt(x, digits=3):
     if x is None:
         return "-"
@@ -140,6 +145,9 @@ def segment_section(report, runs):
         rows.append([op, label, field(case, "inner"), field(case, "dtype") or "f32", fmt(run["seconds"] * 1e6),
                      fmt(run.get("bytes_per_second", 0) * 1e-9), fmt(frac), fmt(over_cub), fmt(over_padded),
                      fmt(peak_ratio), "; ".join(checks)])
+    # The issue's order of regimes, then D as a number (the names sort "1024" before "64").
+    regime_order = {"tiny": 0, "power_law": 1, "one_huge": 2, "uniform": 3}
+    rows.sort(key=lambda r: (r[0], regime_order.get(r[1], len(regime_order)), r[1], int(r[2] or 0), r[3] != "f32"))
     report.table(["op", "regime", "D", "dtype", "ragged us", "GB/s", "copy_frac", "cub/ragged time",
                   "padded/ragged time", "padded/ragged peak", "targets"], rows)
 
@@ -148,7 +156,7 @@ def rnn_section(report, runs, torch_rnn):
     report.add("## Issue 4: packed LSTM / GRU")
     report.add()
     rows = []
-    for name, run in sorted(runs.items()):
+    for name, run in sorted(runs.items(), key=lambda item: natural_key(item[0])):
         op, impl, case = split(name)
         if not op.startswith("rnn_") or impl != "ragged" or field(case, "algo") or field(case, "cublas_ws"):
             continue
