@@ -74,7 +74,7 @@ RnnCase make_case(RnnMode mode, LengthDistribution distribution, std::int64_t ba
 
 template <typename T>
 void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo requested,
-               std::size_t cublas_workspace_bytes) {
+               std::size_t cublas_workspace_bytes, RnnProjection projection) {
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
     CublasHandle cublas;
@@ -116,6 +116,7 @@ void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo 
     args.cublas = cublas.get();
     args.algo = requested;
     args.cublas_workspace_bytes = cublas_workspace_bytes;
+    args.projection = projection;
     std::size_t ws_bytes = 0;
     if (!ok_or_skip(state, rnn_forward(nullptr, ws_bytes, args, stream), "workspace query")) return;
     DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
@@ -165,10 +166,11 @@ void register_rnn_gpu() {
   constexpr std::size_t kRoomyCublasWs = std::size_t{4} << 20;
   for (const RnnCase& c : rnn_cases()) {
     const auto shared = std::make_shared<const RnnCase>(c);
-    const auto add = [&](const std::string& name, RnnImpl impl, RnnAlgo algo, std::size_t cublas_ws) {
-      register_gpu_benchmark(name, [shared, impl, algo, cublas_ws](benchmark::State& st) {
-        if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl, algo, cublas_ws);
-        else bench_rnn<float>(st, *shared, impl, algo, cublas_ws);
+    const auto add = [&](const std::string& name, RnnImpl impl, RnnAlgo algo, std::size_t cublas_ws,
+                         RnnProjection projection = RnnProjection::kCublas) {
+      register_gpu_benchmark(name, [shared, impl, algo, cublas_ws, projection](benchmark::State& st) {
+        if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl, algo, cublas_ws, projection);
+        else bench_rnn<float>(st, *shared, impl, algo, cublas_ws, projection);
       });
     };
     add(c.name("ragged"), RnnImpl::kRagged, RnnAlgo::kAuto, default_cublas_ws);
@@ -178,6 +180,9 @@ void register_rnn_gpu() {
     // 4 MiB of cuBLAS workspace, both sides, so the targets can be judged as they would be with that default.
     add(c.name("ragged") + "/cublas_ws:4MiB", RnnImpl::kRagged, RnnAlgo::kAuto, kRoomyCublasWs);
     add(c.name("padded") + "/cublas_ws:4MiB", RnnImpl::kPadded, RnnAlgo::kAuto, kRoomyCublasWs);
+    // ragged's own projection GEMM (bit-for-bit batch invariance): what it costs against cuBLAS's.
+    add(c.name("ragged") + "/proj:invariant", RnnImpl::kRagged, RnnAlgo::kAuto, default_cublas_ws,
+        RnnProjection::kBatchInvariant);
   }
 }
 

@@ -6,6 +6,7 @@
 // DIR/config.txt, one "key value" per line:
 //   mode lstm|gru   dtype float32|float16|bfloat16   input_size N   hidden_size N   proj_size N (0)
 //   num_layers N (1)   bidirectional 0|1   bias 0|1 (1)   algo auto|per_step|persistent|reference (auto)
+//   projection cublas|invariant (cublas: RnnProjection::kCublas; invariant: kBatchInvariant)
 //   repeats N (0: run once; N > 0: also time N runs after a warm-up and report the median)
 // algo reference runs ragged's CPU reference (reference_rnn.h, exact: double accumulation) instead of the GPU
 // op and touches no GPU, so a script can hold the reference, the oracle of the GPU tests, against PyTorch on a
@@ -78,6 +79,12 @@ RnnAlgo parse_algo(const std::string& name) {
   throw std::runtime_error("unknown algo '" + name + "'");
 }
 
+RnnProjection parse_projection(const std::string& name) {
+  if (name == "cublas") return RnnProjection::kCublas;
+  if (name == "invariant") return RnnProjection::kBatchInvariant;
+  throw std::runtime_error("unknown projection '" + name + "'");
+}
+
 template <typename T>
 std::string run(const std::string& dir, const KeyValueFile& config) {
   RnnDesc desc;
@@ -93,6 +100,7 @@ std::string run(const std::string& dir, const KeyValueFile& config) {
   const std::string algo_name = config.optional("algo", "auto");
   const bool reference = algo_name == "reference";
   const RnnAlgo algo = reference ? RnnAlgo::kAuto : parse_algo(algo_name);
+  const RnnProjection projection = parse_projection(config.optional("projection", "cublas"));
   const std::int64_t repeats = get_int(config, "repeats", 0);
   const std::int64_t dirs = rnn_directions(desc), S = rnn_state_size(desc), H = desc.hidden_size;
   const std::int64_t G = rnn_gate_count(desc.mode), slots = desc.num_layers * dirs;
@@ -184,6 +192,7 @@ std::string run(const std::string& dir, const KeyValueFile& config) {
   args.cn = lstm ? cn.data() : nullptr;
   args.cublas = handle;
   args.algo = algo;
+  args.projection = projection;
   std::size_t bytes = 0;
   check(rnn_forward(nullptr, bytes, args, nullptr), "rnn_forward (workspace query)");
   DeviceBuffer<unsigned char> workspace(bytes > 0 ? bytes : 1);

@@ -53,6 +53,9 @@ cases=(
   "attention_tile128|attention_gpu|attention/ragged/pad0/long/len:4096/batch:16/heads:16/dim:128/causal:0/tile:128/manual_time|regex:attention_mma|1|1"
   "attention_tile64|attention_gpu|attention/ragged/pad0/long/len:4096/batch:16/heads:16/dim:128/causal:0/tile:64/manual_time|regex:attention_mma|1|1"
   "to_padded_d64|convert_gpu|ragged_to_padded/ragged/lognormal/inner:64/batch:1024/mean:256/manual_time|regex:ragged_to_padded|1|1"
+  "projection_invariant|rnn_gpu|rnn_lstm/ragged/uniform/dtype:bf16/batch:64/hidden:1024/mean:128/proj:invariant/manual_time|regex:projection_gemm|1|1"
+  # cuBLAS's Hopper GEMM kernels are named nvjet_* or sm90_*: ^[ns][vm][j9] (no '|': it splits the fields).
+  "projection_cublas|rnn_gpu|rnn_lstm/ragged/uniform/dtype:bf16/batch:64/hidden:1024/mean:128/manual_time|regex:^[ns][vm][j9]|1|1"
 )
 
 # What each number answers (docs/gpu-runbook.md): time; DRAM bytes and % of peak (memory-bound or not); L2 read

@@ -158,7 +158,8 @@ def rnn_section(report, runs, torch_rnn):
     rows = []
     for name, run in sorted(runs.items(), key=lambda item: natural_key(item[0])):
         op, impl, case = split(name)
-        if not op.startswith("rnn_") or impl != "ragged" or field(case, "algo") or field(case, "cublas_ws"):
+        if (not op.startswith("rnn_") or impl != "ragged" or field(case, "algo") or field(case, "cublas_ws")
+                or field(case, "proj")):
             continue
         padded = runs.get(f"{op}/padded/{case}")
         per_step = runs.get(f"{op}/ragged/{case}/algo:per_step")
@@ -166,6 +167,7 @@ def rnn_section(report, runs, torch_rnn):
         # in peak.
         ragged_ws = runs.get(f"{op}/ragged/{case}/cublas_ws:4MiB")
         padded_ws = runs.get(f"{op}/padded/{case}/cublas_ws:4MiB")
+        invariant = runs.get(f"{op}/ragged/{case}/proj:invariant")
         real = run.get("real_frac")
         checks, time_ratio, peak_ratio = [], None, None
         if padded and real:
@@ -186,10 +188,12 @@ def rnn_section(report, runs, torch_rnn):
                      fmt(per_step["seconds"] * 1e3) if per_step else "-",
                      fmt(padded["seconds"] * 1e3) if padded else "-", fmt(real), fmt(time_ratio), fmt(peak_ratio),
                      fmt(run["seconds"] * 1e6 / steps) if steps else "-", fmt(run.get("peak_frac")),
-                     fmt(ws_time), fmt(ws_peak), "; ".join(checks)])
+                     fmt(ws_time), fmt(ws_peak),
+                     fmt(invariant["seconds"] / run["seconds"]) if invariant else "-", "; ".join(checks)])
     report.table(["op", "case", "ragged ms", "path", "per-step forced ms", "padded ms", "real_frac",
                   "time / (real_frac x padded)", "peak / (real_frac x padded)", "ragged us/step", "of GEMM peak",
-                  "4 MiB cuBLAS ws: time / default", "4 MiB cuBLAS ws: peak / (real_frac x padded)", "targets"], rows)
+                  "4 MiB cuBLAS ws: time / default", "4 MiB cuBLAS ws: peak / (real_frac x padded)",
+                  "batch-invariant projection: time / default", "targets"], rows)
     if torch_rnn is None:
         report.judge("issue 4: >= 2x faster than PyTorch packed", None, 2.0, "no torch_rnn.json")
         report.add("PyTorch comparison: no torch_rnn.json given.")

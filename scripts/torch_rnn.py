@@ -60,7 +60,7 @@ def make_module(mode, input_size, hidden, proj, layers, bidirectional, dtype, de
     return module.to(device=device, dtype=DTYPES[dtype]).eval()
 
 
-def export(module, workdir, mode, dtype, lengths, x_list, h0, c0, algo, repeats):
+def export(module, workdir, mode, dtype, lengths, x_list, h0, c0, algo, repeats, projection="cublas"):
     """Writes the module's parameters, the inputs and the config for the driver."""
     for name, param in module.named_parameters():
         write_raw(os.path.join(workdir, name + ".bin"), param)
@@ -85,10 +85,11 @@ def export(module, workdir, mode, dtype, lengths, x_list, h0, c0, algo, repeats)
         "bias": int(module.bias),
         "algo": algo,
         "repeats": repeats,
+        "projection": projection,
     }
 
 
-def check_case(driver, workdir, mode, dtype, layers, bidirectional, proj, algo, rng, device):
+def check_case(driver, workdir, mode, dtype, layers, bidirectional, proj, algo, rng, device, projection="cublas"):
     input_size, hidden = 24, 48
     lengths = [int(v) for v in rng.integers(1, 40, size=int(rng.integers(1, 24)))]
     module = make_module(mode, input_size, hidden, proj, layers, bidirectional, dtype, device)
@@ -107,10 +108,11 @@ def check_case(driver, workdir, mode, dtype, layers, bidirectional, proj, algo, 
         padded, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
         want_out = torch.cat([padded[b, :n] for b, n in enumerate(lengths)], 0).float().cpu()
 
-    config = export(module, workdir, mode, dtype, lengths, x_list, h0, c0 if mode == "lstm" else None, algo, 0)
+    config = export(module, workdir, mode, dtype, lengths, x_list, h0, c0 if mode == "lstm" else None, algo, 0,
+                    projection)
     result = run_driver(driver, workdir, config)
     case = {"mode": mode, "dtype": dtype, "layers": layers, "bidirectional": bidirectional, "proj_size": proj,
-            "algo": algo, "batch": len(lengths), "tokens": sum(lengths)}
+            "algo": algo, "projection": projection, "batch": len(lengths), "tokens": sum(lengths)}
     if not result.get("ok"):
         case.update(ok=False, error=result.get("error"))
         return case
@@ -212,6 +214,10 @@ def main():
                                                            0, algo, rng, args.device))
             report["checks"].append(check_case(args.driver, workdir, "lstm", dtype, 2, True, 16,
                                                "auto" if on_gpu else "reference", rng, args.device))
+            if on_gpu:  # ragged's batch-invariant projection GEMM instead of cuBLAS
+                for mode in ("lstm", "gru"):
+                    report["checks"].append(check_case(args.driver, workdir, mode, dtype, 2, True, 0, "auto", rng,
+                                                       args.device, projection="invariant"))
         if on_gpu and not args.quick:
             for mode in ("lstm", "gru"):
                 for distribution in ("uniform", "lognormal", "bimodal"):
@@ -225,7 +231,7 @@ def main():
         json.dump(report, f, indent=1)
     for c in report["checks"]:
         print(("ok  " if c.get("ok") else "FAIL"), c["mode"], c["dtype"], "layers", c["layers"],
-              "bidir" if c["bidirectional"] else "uni", "proj", c["proj_size"], c["algo"],
+              "bidir" if c["bidirectional"] else "uni", "proj", c["proj_size"], c["algo"], c["projection"],
               c.get("max_errors", c.get("error")))
     for t in report["timings"]:
         print(f"{t['name']:70s} {t.get('ms', float('nan')):10.3f} ms  {t.get('algo', '')}")

@@ -328,6 +328,7 @@ Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnFor
       a.output = static_cast<T*>(r.output);
       a.hn = static_cast<T*>(r.hn);
       a.cn = static_cast<T*>(r.cn);
+      a.projection = r.projection;
       a.cublas = r.cublas;
       a.cublas_workspace_bytes = r.cublas_workspace_bytes;
       a.algo = r.algo;

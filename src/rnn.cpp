@@ -2,7 +2,8 @@
 // (cuBLAS) and the per-layer dispatch to the recurrent kernels (kernels/rnn_*.cu).
 //
 // Per call: packing_order (descending lengths, active count per step) -> slot table; then per layer: one GEMM
-// per direction for every row of the layer input (x W_ih^T, fp32, caller's row order), the initial states into
+// per direction for every row of the layer input (x W_ih^T, fp32, caller's row order; cuBLAS, or ragged's
+// batch-invariant GEMM), the initial states into
 // slot order, the recurrence (both directions in one launch or per-step sequence), the final states back to the
 // caller's order. Layers alternate between the caller's output and one workspace buffer so that the last layer
 // writes the output directly; no data is packed or unpacked: the kernels address rows through the slot table.
@@ -14,6 +15,7 @@
 #include <string>
 #include <type_traits>
 
+#include "projection_launch.h"
 #include "ragged/packing.h"
 #include "rnn_launch.h"
 #include "validate.h"
@@ -34,6 +36,14 @@ const char* rnn_algo_name(RnnAlgo algo) {
     case RnnAlgo::kAuto: return "auto";
     case RnnAlgo::kPerStep: return "per_step";
     case RnnAlgo::kPersistent: return "persistent";
+  }
+  return "unknown";
+}
+
+const char* rnn_projection_name(RnnProjection projection) {
+  switch (projection) {
+    case RnnProjection::kCublas: return "cublas";
+    case RnnProjection::kBatchInvariant: return "invariant";
   }
   return "unknown";
 }
@@ -134,8 +144,12 @@ Status check_args(const RnnArgs<T, OffsetT>& args) {
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(args.check, 0, "check"));
   if (args.algo != RnnAlgo::kAuto && args.algo != RnnAlgo::kPerStep && args.algo != RnnAlgo::kPersistent)
     return fail(Status::kInvalidArgument, "algo = " + std::to_string(static_cast<int>(args.algo)) + " is unknown");
-  if (in.nnz > 0 && args.cublas == nullptr)
-    return fail(Status::kNullPointer, "cublas is null but the input projections need a cuBLAS handle");
+  if (args.projection != RnnProjection::kCublas && args.projection != RnnProjection::kBatchInvariant)
+    return fail(Status::kInvalidArgument,
+                "projection = " + std::to_string(static_cast<int>(args.projection)) + " is unknown");
+  if (in.nnz > 0 && args.projection == RnnProjection::kCublas && args.cublas == nullptr)
+    return fail(Status::kNullPointer,
+                "cublas is null but the input projections need a cuBLAS handle (or RnnProjection::kBatchInvariant)");
   return Status::kSuccess;
 }
 
@@ -186,7 +200,7 @@ Status carve(detail::WorkspaceLayout& pieces, bool query, const RnnArgs<T, Offse
   s.slot_begin = pieces.take_array<std::int64_t>(B);
   s.slot_length = pieces.take_array<std::int64_t>(B);
   s.active = pieces.take_array<std::int64_t>(steps);
-  s.cublas = pieces.take(args.cublas_workspace_bytes);
+  s.cublas = pieces.take(args.projection == RnnProjection::kCublas ? args.cublas_workspace_bytes : 0);
   s.xproj = pieces.take_array<float>(nnz * dirs * rnn_gate_count(desc.mode) * H);
   if (desc.num_layers > 1) s.layer_buffer = pieces.take_array<T>(nnz * dirs * S);
   s.h = pieces.take_array<T>(dirs * 2 * B * S);
@@ -321,9 +335,9 @@ Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArg
       detail::launch_rnn_slots<OffsetT>(in.offsets, nnz, s.layout, s.slot_begin, s.slot_length, s.active, stream));
 
   const bool project = nnz > 0 && args.max_steps > 0;
+  const bool use_cublas = args.projection == RnnProjection::kCublas;
   CublasSession cublas(args.cublas);
-  if (project) RAGGED_RETURN_IF_ERROR(cublas.begin(stream, s.cublas, args.cublas_workspace_bytes));
-
+  if (project && use_cublas) RAGGED_RETURN_IF_ERROR(cublas.begin(stream, s.cublas, args.cublas_workspace_bytes));
 
   const std::int64_t xproj_ld = dirs * G * H;
   const T* layer_in = in.values;
@@ -333,9 +347,14 @@ Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArg
     const std::int64_t in_width = rnn_layer_input_size(desc, layer);
     const RnnLayerWeights<T>* w = args.weights + layer * dirs;
     if (project)
-      for (std::int64_t d = 0; d < dirs; ++d)
-        RAGGED_RETURN_IF_ERROR(
-            input_projection<T>(args.cublas, w[d].w_ih, layer_in, nnz, in_width, G * H, s.xproj + d * G * H, xproj_ld));
+      for (std::int64_t d = 0; d < dirs; ++d) {
+        float* xproj_d = s.xproj + d * G * H;
+        RAGGED_RETURN_IF_ERROR(use_cublas ? input_projection<T>(args.cublas, w[d].w_ih, layer_in, nnz, in_width, G * H,
+                                                                xproj_d, xproj_ld)
+                                          : detail::launch_projection_gemm<T>(
+                                                layer_in, w[d].w_ih, nnz, static_cast<int>(in_width),
+                                                static_cast<int>(G * H), xproj_d, xproj_ld, stream));
+      }
 
     detail::RnnStateArgs<T> state;
     state.dirs = dirs;

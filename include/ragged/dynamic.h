@@ -148,6 +148,7 @@ struct RnnForwardDesc {
   void* output = nullptr;
   void* hn = nullptr;
   void* cn = nullptr;
+  RnnProjection projection = RnnProjection::kCublas;  // as RnnArgs
   cublasHandle_t cublas = nullptr;
   std::size_t cublas_workspace_bytes = 0;  // as RnnArgs
   RnnAlgo algo = RnnAlgo::kAuto;

@@ -16,8 +16,9 @@
 // whole sequence. The input projection is one cuBLAS GEMM per layer and direction with fp32 accumulation and
 // TF32 disabled (PyTorch with torch.backends.cuda.matmul.allow_tf32 = False / cudnn.allow_tf32 = False).
 // Batch invariance: the recurrence computes a sequence's rows in an order fixed by the shapes, bit for bit the
-// same whatever else is in the batch; the projection GEMM runs over all tokens, and cuBLAS may pick another
-// kernel for another token count, so a sequence's results can differ in the last float bits between batches.
+// same whatever else is in the batch. The input projection runs over all tokens at once: with cuBLAS (the
+// default) another token count may get another kernel, so a sequence's results can differ in the last float bits
+// between batches; RnnProjection::kBatchInvariant makes the whole layer bit for bit batch-invariant.
 //
 // Steps: the host does not know the longest sequence without a sync, so the caller passes `max_steps` >= the
 // longest length (as for PackedLayout). The per-step path launches one kernel (two with proj_size) per step
@@ -54,8 +55,18 @@ enum class RnnAlgo : int {
   kPersistent = 2,  // one cooperative launch per layer; weights resident in shared memory, grid sync per step
 };
 
+// Who computes the input projections x W_ih^T (one GEMM per layer and direction over every token).
+enum class RnnProjection : int {
+  kCublas = 0,  // cublasGemmEx (fp32 accumulation, no TF32): cuBLAS's fastest kernel for the token count
+  // ragged's own GEMM (kernels/projection_gemm.cu), whose summation order depends on the layer's input size only:
+  // a sequence's outputs and final states are then bit for bit the same in any batch. No cuBLAS handle needed.
+  // Its speed against cuBLAS is measured by bench_rnn's `/proj:invariant` cases.
+  kBatchInvariant = 1,
+};
+
 const char* rnn_mode_name(RnnMode mode);
 const char* rnn_algo_name(RnnAlgo algo);
+const char* rnn_projection_name(RnnProjection projection);
 
 // The layer stack, as the constructor arguments of torch.nn.LSTM / torch.nn.GRU (batch_first is irrelevant:
 // the input is ragged).
@@ -103,7 +114,9 @@ struct RnnArgs {
   T* output = nullptr;         // [nnz, directions * state size], row r aligned with input row r
   T* hn = nullptr;             // [num_layers * directions, batch, state size] or null (not written)
   T* cn = nullptr;             // [num_layers * directions, batch, H] or null; LSTM only
-  // cuBLAS handle for the input projections. rnn_forward sets its stream to `stream` and its workspace to a
+  RnnProjection projection = RnnProjection::kCublas;
+  // cuBLAS handle for the input projections (RnnProjection::kCublas only; ignored, may be null, with
+  // kBatchInvariant). rnn_forward sets its stream to `stream` and its workspace to a
   // slice of ragged's workspace (cublas_workspace_bytes), and its math mode to CUBLAS_DEFAULT_MATH (no TF32).
   // Before returning it restores the handle's previous stream and math mode; restoring the stream also resets
   // the handle's workspace to cuBLAS's default pool (cublasSetStream always does that), so the handle never
@@ -113,7 +126,7 @@ struct RnnArgs {
   // and a small part of a layer's time next to the recurrence, while a fixed slice would dominate the peak memory of
   // small batches (docs/design.md). Give cuBLAS room (its recommendation: 4 MiB, 32 MiB on Hopper) to let it pick
   // kernels that need it.
-  std::size_t cublas_workspace_bytes = 0;
+  std::size_t cublas_workspace_bytes = 0;  // kCublas only: with kBatchInvariant no workspace is set aside for it
   RnnAlgo algo = RnnAlgo::kAuto;
   CheckResult* check = nullptr;  // optional: the first sequence longer than max_steps (kInvalidArgument)
 };

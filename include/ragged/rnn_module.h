@@ -76,10 +76,11 @@ class Rnn {
   const RnnDesc& desc() const { return desc_; }
 
   // Runs the stack over `x` ([nnz, input_size]). h0 / c0: [num_layers * directions, batch, state size / H] in
-  // x's sequence order, or null for zeros. algo: as RnnArgs::algo.
+  // x's sequence order, or null for zeros. algo, projection: as RnnArgs.
   template <typename OffsetT>
   RnnResult<T, OffsetT> forward(const RaggedTensor<T, OffsetT>& x, const DeviceBuffer<T>* h0 = nullptr,
-                                const DeviceBuffer<T>* c0 = nullptr, RnnAlgo algo = RnnAlgo::kAuto) const {
+                                const DeviceBuffer<T>* c0 = nullptr, RnnAlgo algo = RnnAlgo::kAuto,
+                                RnnProjection projection = RnnProjection::kCublas) const {
     if (x.inner() != desc_.input_size)
       throw Error(Status::kInvalidArgument, "Rnn::forward: x has inner size " + std::to_string(x.inner()) +
                                                 ", the layer takes input_size " + std::to_string(desc_.input_size));
@@ -107,6 +108,7 @@ class Rnn {
     args.cn = lstm ? result.cn.data() : nullptr;
     args.cublas = cublas_;
     args.algo = algo;
+    args.projection = projection;
     // The layer runs on its own stream: it waits for the work pending on x's stream (x itself, the output's
     // allocation) and on h0 / c0's, and x's stream then waits for the layer, so the output (owned by x's
     // stream) is complete for whoever uses it there. No host sync.

@@ -968,6 +968,10 @@ TEST_CASE("rnn_forward rejects bad arguments", "[rnn][errors]") {
     a = good;
     a.cublas = nullptr;
     REQUIRE_FAILS(query(a), Status::kNullPointer, "cublas");
+    // ragged's own projection GEMM needs no handle. (The query goes on to CUB's size query, which needs a
+    // device: without one it fails there, with a CUDA error.)
+    a.projection = RnnProjection::kBatchInvariant;
+    REQUIRE(query(a) != Status::kNullPointer);
   }
   SECTION("input and output not aligned to their elements") {
     auto a = good;
@@ -998,10 +1002,13 @@ TEST_CASE("rnn_forward rejects bad arguments", "[rnn][errors]") {
     a.check = shifted(&check, 4);
     REQUIRE_FAILS(query(a), Status::kInvalidArgument, "check is not aligned");
   }
-  SECTION("unknown algo") {
+  SECTION("unknown algo or projection") {
     auto a = good;
     a.algo = static_cast<RnnAlgo>(7);
     REQUIRE_FAILS(query(a), Status::kInvalidArgument, "algo");
+    a = good;
+    a.projection = static_cast<RnnProjection>(2);
+    REQUIRE_FAILS(query(a), Status::kInvalidArgument, "projection");
   }
 }
 

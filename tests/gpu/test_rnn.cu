@@ -1,8 +1,9 @@
 // rnn_forward (packed LSTM / GRU) against the CPU reference: LSTM and GRU, 1 to 3 layers, one or two
 // directions, proj_size, every dtype, int32 and int64 offsets, every length regime (unsorted lengths,
 // zero-length sequences, batch of 1, one long sequence among short ones), both recurrent paths forced, hidden
-// sizes that need several blocks, k chunks and batch chunks; batch invariance, graph capture, truncation by
-// max_steps, a short workspace and malformed offsets (the other argument errors:
+// sizes that need several blocks, k chunks and batch chunks; batch invariance (within float ulps with the cuBLAS
+// projection, bit for bit with RnnProjection::kBatchInvariant, which is also checked against the reference), graph
+// capture, truncation by max_steps, a short workspace and malformed offsets (the other argument errors:
 // tests/cpu/test_argument_checks.cpp).
 //
 // Tolerance (FlashAttention's rule): the device error against the exact reference (double) may be at most twice
@@ -15,7 +16,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/host_ragged.h"
@@ -120,6 +123,7 @@ struct Options {
   std::int64_t max_steps = -1;  // -1: the longest length
   bool dynamic = false;         // through dynamic::rnn_forward (run-time dtype) instead of the typed op
   std::size_t cublas_workspace_bytes = RnnArgs<float, std::int32_t>{}.cublas_workspace_bytes;
+  RnnProjection projection = RnnProjection::kCublas;
 };
 
 template <typename T>
@@ -148,6 +152,7 @@ RnnArgs<T, OffsetT> make_args(const Model<T>& model, const DeviceBuffer<T>& x, c
   args.cublas = handle;
   args.algo = o.algo;
   args.cublas_workspace_bytes = o.cublas_workspace_bytes;
+  args.projection = o.projection;
   args.check = check;
   return args;
 }
@@ -188,6 +193,7 @@ Outputs<T> run_device(const Model<T>& model, const Inputs<T, OffsetT>& in, const
   untyped.hn = args.hn;
   untyped.cn = args.cn;
   untyped.cublas = args.cublas;
+  untyped.projection = args.projection;
   untyped.algo = args.algo;
   untyped.cublas_workspace_bytes = args.cublas_workspace_bytes;
   untyped.check = args.check;
@@ -257,7 +263,8 @@ void require_within_budget(const std::vector<T>& got, const std::vector<T>& exac
 template <typename T, typename OffsetT>
 void check_against_reference(const Model<T>& model, const Inputs<T, OffsetT>& in, const Options& o,
                              cublasHandle_t handle) {
-  INFO(describe(model.desc) << ", algo " << rnn_algo_name(o.algo) << ", batch " << in.x.batch << ", nnz "
+  INFO(describe(model.desc) << ", algo " << rnn_algo_name(o.algo) << ", projection "
+                            << rnn_projection_name(o.projection) << ", batch " << in.x.batch << ", nnz "
                             << in.x.nnz << ", longest " << in.longest);
   const Outputs<T> got = run_device(model, in, o, handle);
   const Outputs<T> exact = run_reference(model, in, o, reference::RnnPrecision::kExact);
@@ -416,6 +423,78 @@ TEMPLATE_TEST_CASE("rnn_forward with a cuBLAS workspace matches the reference an
   REQUIRE(with_room - by_default == roomy.cublas_workspace_bytes);
 }
 
+namespace {
+
+// Sequence b of `batch` (its tokens and initial states) as a batch of one.
+template <typename T>
+Inputs<T, std::int32_t> alone_inputs(const RnnDesc& desc, const Inputs<T, std::int32_t>& batch, std::int64_t b,
+                                     std::mt19937_64& rng) {
+  const std::int64_t S = rnn_state_size(desc), H = desc.hidden_size, B = batch.x.batch;
+  const std::int64_t slots = desc.num_layers * rnn_directions(desc), length = batch.x.length(b);
+  Inputs<T, std::int32_t> alone;
+  alone.x = test::random_ragged<T, std::int32_t>({length}, desc.input_size, rng);
+  std::copy(batch.x.values.begin() + batch.x.begin(b) * desc.input_size,
+            batch.x.values.begin() + (batch.x.begin(b) + length) * desc.input_size, alone.x.values.begin());
+  for (std::int64_t s = 0; s < slots; ++s) {
+    alone.h0.insert(alone.h0.end(), batch.h0.begin() + (s * B + b) * S, batch.h0.begin() + (s * B + b + 1) * S);
+    alone.c0.insert(alone.c0.end(), batch.c0.begin() + (s * B + b) * H, batch.c0.begin() + (s * B + b + 1) * H);
+  }
+  alone.longest = length;
+  return alone;
+}
+
+// same(alone, together) holds for every output row, hn and cn entry of sequence b.
+template <typename T, typename Same>
+void require_same_as_alone(const RnnDesc& desc, const Outputs<T>& solo, const Outputs<T>& together,
+                           const Inputs<T, std::int32_t>& batch, std::int64_t b, Same same) {
+  const std::int64_t dirs = rnn_directions(desc), S = rnn_state_size(desc), H = desc.hidden_size;
+  const std::int64_t B = batch.x.batch, slots = desc.num_layers * dirs;
+  for (std::int64_t k = 0; k < batch.x.length(b) * dirs * S; ++k)
+    REQUIRE(same(solo.output[k], together.output[batch.x.begin(b) * dirs * S + k]));
+  for (std::int64_t s = 0; s < slots; ++s) {
+    for (std::int64_t k = 0; k < S; ++k) REQUIRE(same(solo.hn[s * S + k], together.hn[(s * B + b) * S + k]));
+    if (desc.mode == RnnMode::kLstm)
+      for (std::int64_t k = 0; k < H; ++k) REQUIRE(same(solo.cn[s * H + k], together.cn[(s * B + b) * H + k]));
+  }
+}
+
+template <typename T>
+bool same_bits(T a, T b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("rnn_forward sets aside the cuBLAS workspace only for the cuBLAS projection", "[rnn]", float,
+                   bfloat16) {
+  using T = TestType;
+  auto rng = test::make_rng(640);
+  const RnnDesc desc = make_desc(RnnMode::kGru, 24, 32, 0, 2, true);
+  Model<T> model(desc, rng);
+  const auto in = make_inputs<T, std::int32_t>(desc, {9, 0, 4, 12}, rng);
+  DeviceBuffer<T> x(in.x.values), h0(in.h0), c0(in.c0), out(static_cast<std::size_t>(in.x.nnz * 2 * 32));
+  DeviceBuffer<T> hn(in.h0.size()), cn(1);
+  DeviceBuffer<std::int32_t> offsets(in.x.offsets);
+  Options o;
+  RnnArgs<T, std::int32_t> args =
+      make_args(model, x, offsets, in, h0, c0, out, hn, cn, o, nullptr, static_cast<CheckResult*>(nullptr));
+  auto bytes_of = [&](RnnProjection projection, std::size_t cublas_bytes) {
+    args.projection = projection;
+    args.cublas_workspace_bytes = cublas_bytes;
+    args.cublas = reinterpret_cast<cublasHandle_t>(&args);  // the query checks it is set, never uses it
+    std::size_t bytes = 0;
+    REQUIRE_OK((rnn_forward<T, std::int32_t>(nullptr, bytes, args, nullptr)));
+    return bytes;
+  };
+  constexpr std::size_t kRoom = std::size_t{4} << 20;
+  const std::size_t cublas_none = bytes_of(RnnProjection::kCublas, 0);
+  REQUIRE(bytes_of(RnnProjection::kCublas, kRoom) == cublas_none + kRoom);
+  REQUIRE(bytes_of(RnnProjection::kBatchInvariant, 0) == cublas_none);
+  REQUIRE(bytes_of(RnnProjection::kBatchInvariant, kRoom) == cublas_none);
+  REQUIRE(std::string(rnn_projection_name(RnnProjection::kCublas)) == "cublas");
+  REQUIRE(std::string(rnn_projection_name(RnnProjection::kBatchInvariant)) == "invariant");
+}
+
 TEST_CASE("rnn_forward: a sequence's results do not depend on the rest of the batch", "[rnn]") {
   CublasHandle cublas;
   auto rng = test::make_rng(600);
@@ -428,31 +507,65 @@ TEST_CASE("rnn_forward: a sequence's results do not depend on the rest of the ba
   Options o;
   o.algo = algo;
   const Outputs<float> together = run_device(model, batch, o, cublas.handle);
-  const std::int64_t dirs = 2, S = 64, B = batch.x.batch, slots = desc.num_layers * dirs;
   for (std::int64_t b : {std::int64_t{2}, std::int64_t{3}, std::int64_t{7}}) {
     INFO("sequence " << b << " alone, algo " << rnn_algo_name(algo));
-    // The same sequence, values and initial states, as a batch of one.
-    Inputs<float, std::int32_t> alone;
-    alone.x = test::random_ragged<float, std::int32_t>({lengths[b]}, desc.input_size, rng);
-    std::copy(batch.x.values.begin() + batch.x.begin(b) * desc.input_size,
-              batch.x.values.begin() + (batch.x.begin(b) + lengths[b]) * desc.input_size, alone.x.values.begin());
-    for (std::int64_t s = 0; s < slots; ++s) {
-      alone.h0.insert(alone.h0.end(), batch.h0.begin() + (s * B + b) * S, batch.h0.begin() + (s * B + b + 1) * S);
-      alone.c0.insert(alone.c0.end(), batch.c0.begin() + (s * B + b) * S, batch.c0.begin() + (s * B + b + 1) * S);
-    }
-    alone.longest = lengths[b];
-    const Outputs<float> solo = run_device(model, alone, o, cublas.handle);
+    const Outputs<float> solo = run_device(model, alone_inputs(desc, batch, b, rng), o, cublas.handle);
     // The recurrence is batch-invariant bit for bit; the cuBLAS input projection may pick another kernel for
     // another row count, so allow a few float ulps.
-    auto close = [](float a, float e) { return std::abs(a - e) <= 2e-6 * (1.0 + std::abs(e)); };
-    for (std::int64_t k = 0; k < lengths[b] * dirs * S; ++k)
-      REQUIRE(close(solo.output[k], together.output[batch.x.begin(b) * dirs * S + k]));
-    for (std::int64_t s = 0; s < slots; ++s)
-      for (std::int64_t k = 0; k < S; ++k) {
-        REQUIRE(close(solo.hn[s * S + k], together.hn[(s * B + b) * S + k]));
-        if (mode == RnnMode::kLstm) REQUIRE(close(solo.cn[s * S + k], together.cn[(s * B + b) * S + k]));
-      }
+    require_same_as_alone(desc, solo, together, batch, b,
+                          [](float a, float e) { return std::abs(a - e) <= 2e-6 * (1.0 + std::abs(e)); });
   }
+}
+
+TEMPLATE_TEST_CASE("rnn_forward with the batch-invariant projection: a sequence's results are bit for bit those "
+                   "it gets alone",
+                   "[rnn]", float, half, bfloat16) {
+  using T = TestType;
+  auto rng = test::make_rng(650);
+  const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  const RnnDesc desc = make_desc(mode, 12, 64, 0, 2, true);
+  Model<T> model(desc, rng);
+  // 362 tokens, three 128-row tiles of the projection GEMM: sequences 9 (rows 105-194) and 10 (195-258) straddle
+  // tile boundaries in the batch and start a tile at row 0 alone; sequence 2 shares its tile with other rows.
+  const std::vector<std::int64_t> lengths = {7, 0, 19, 3, 11, 19, 1, 40, 5, 90, 64, 33, 70};
+  const auto batch = make_inputs<T, std::int32_t>(desc, lengths, rng);
+  Options o;
+  o.algo = algo;
+  o.projection = RnnProjection::kBatchInvariant;
+  // No cuBLAS handle: this projection does not use one.
+  const Outputs<T> together = run_device(model, batch, o, nullptr);
+  for (std::int64_t b : {std::int64_t{2}, std::int64_t{9}, std::int64_t{10}}) {
+    INFO("sequence " << b << " alone, " << rnn_mode_name(mode) << ", algo " << rnn_algo_name(algo));
+    const Outputs<T> solo = run_device(model, alone_inputs(desc, batch, b, rng), o, nullptr);
+    require_same_as_alone(desc, solo, together, batch, b, same_bits<T>);
+  }
+}
+
+TEMPLATE_TEST_CASE("rnn_forward with the batch-invariant projection matches the reference", "[rnn]", float, half,
+                   bfloat16) {
+  using T = TestType;
+  auto rng = test::make_rng(660);
+  const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  // (input size, hidden size), two bidirectional layers, so the GEMM sees k = input and then 2 x hidden:
+  //   10 x 37: rows of 20 / 40 bytes (element-wise staging in every type, also in layer 1: k = 74); the GRU's
+  //            reverse direction writes its 111 columns from an address that is not 8-byte aligned;
+  //   64 x 40: 16-byte rows (cp.async / float4), an LSTM's 160 gate rows in two column tiles; run through
+  //            dynamic::rnn_forward;
+  //   200 x 24: a last k tile of 8 (200 = 6 x 32 + 8) in half / bfloat16.
+  const std::pair<std::int64_t, std::int64_t> shape =
+      GENERATE(std::make_pair(std::int64_t{10}, std::int64_t{37}), std::make_pair(std::int64_t{64}, std::int64_t{40}),
+               std::make_pair(std::int64_t{200}, std::int64_t{24}));
+  const RnnDesc desc = make_desc(mode, shape.first, shape.second, 0, 2, true);
+  Model<T> model(desc, rng);
+  // 339 tokens: three row tiles, the last one partial.
+  const auto inputs = make_inputs<T, std::int32_t>(desc, {70, 0, 33, 128, 1, 90, 17}, rng);
+  Options o;
+  o.algo = algo;
+  o.projection = RnnProjection::kBatchInvariant;
+  o.dynamic = shape.first == 64;
+  check_against_reference(model, inputs, o, nullptr);
 }
 
 TEST_CASE("rnn_forward: hn / cn may be omitted, and the handle's stream and modes are restored", "[rnn]") {
