@@ -714,7 +714,9 @@ TEMPLATE_TEST_CASE("the owning Rnn layer gives bitwise the low-level results", "
   Model<T> model(desc, rng);
   const std::vector<std::int64_t> lengths = {6, 0, 11, 3, 1};
   const auto in = make_inputs<T, std::int64_t>(desc, lengths, rng);
-  const Outputs<T> low = run_device(model, in, Options{}, cublas.handle);
+  Options o;
+  o.projection = GENERATE(RnnProjection::kCublas, RnnProjection::kBatchInvariant);
+  const Outputs<T> low = run_device(model, in, o, cublas.handle);
 
   // PyTorch's flat order from the test model's five slots per layer and direction (biases always, w_hr if P).
   std::vector<std::vector<T>> flat;
@@ -731,7 +733,7 @@ TEMPLATE_TEST_CASE("the owning Rnn layer gives bitwise the low-level results", "
     const Rnn<T> rnn(desc, flat, layer_stream);
     const auto x = RaggedTensor<T, std::int64_t>::from_host(in.x.values, lengths, {desc.input_size});
     const DeviceBuffer<T> h0(in.h0), c0(in.c0);
-    const RnnResult<T, std::int64_t> got = rnn.forward(x, &h0, lstm ? &c0 : nullptr);
+    const RnnResult<T, std::int64_t> got = rnn.forward(x, &h0, lstm ? &c0 : nullptr, RnnAlgo::kAuto, o.projection);
     REQUIRE(got.output.inner() == 2 * rnn_state_size(desc));
     REQUIRE(got.output.offsets_to_host() == in.x.offsets);
     REQUIRE_BITWISE_EQUAL(got.output.values_to_host(), low.output);
