@@ -349,11 +349,12 @@ Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArg
     if (project)
       for (std::int64_t d = 0; d < dirs; ++d) {
         float* xproj_d = s.xproj + d * G * H;
-        RAGGED_RETURN_IF_ERROR(use_cublas ? input_projection<T>(args.cublas, w[d].w_ih, layer_in, nnz, in_width, G * H,
-                                                                xproj_d, xproj_ld)
-                                          : detail::launch_projection_gemm<T>(
-                                                layer_in, w[d].w_ih, nnz, static_cast<int>(in_width),
-                                                static_cast<int>(G * H), xproj_d, xproj_ld, stream));
+        if (use_cublas)
+          RAGGED_RETURN_IF_ERROR(
+              input_projection<T>(args.cublas, w[d].w_ih, layer_in, nnz, in_width, G * H, xproj_d, xproj_ld));
+        else
+          RAGGED_RETURN_IF_ERROR(detail::launch_projection_gemm<T>(layer_in, w[d].w_ih, nnz, static_cast<int>(in_width),
+                                                                   static_cast<int>(G * H), xproj_d, xproj_ld, stream));
       }
 
     detail::RnnStateArgs<T> state;
