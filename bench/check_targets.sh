@@ -23,9 +23,10 @@ for name in open(os.path.join(work, "names.txt")).read().split():
     # The SDPA timings scripts/torch_attention.py merges on the GPU machine.
     if name.startswith("attention/ragged/") and "/tile:" not in name:
         case = re.sub(r"^attention/ragged/|/manual_time$", "", name)
-        for impl in ("torch_jagged", "torch_padded_mask") + (("torch_dense",) if case.startswith("pad0/") else ()):
+        for impl in ("torch_jagged", "torch_varlen", "torch_padded_mask") + (("torch_dense",) if case.startswith("pad0/") else ()):
+            # torch_varlen the fastest flash run: the report must take the fastest one as "torch flash".
             runs.append({"name": f"attention/{impl}/{case}", "run_type": "iteration", "real_time": 100.0,
-                         "time_unit": "us", "TFLOP/s": 300.0})
+                         "time_unit": "us", "TFLOP/s": 350.0 if impl == "torch_varlen" else 300.0})
 json.dump({"context": {"gpu": "synthetic", "copy_bytes_per_second": "3e12"}, "benchmarks": runs,
            "torch_attention": {"torch_version": "synthetic", "gpu": "synthetic",
                                "correctness": [{"name": "attention_check/bf16", "passed": True}]}},
@@ -41,7 +42,7 @@ PY
 python3 scripts/summarize_targets.py --bench "$work/bench.json" --torch-rnn "$work/torch_rnn.json" \
   --out "$work/targets.md"
 python3 - "$work/targets.md" <<'PY'
-import sys
+import re, sys
 text = open(sys.argv[1]).read()
 targets = ["sum/max copy_frac >= 0.85", "softmax copy_frac >= 0.75", ">= 2x CUB (tiny rows, one huge row)",
            "never slower than CUB", "ragged time <= 1.15 x real_frac x padded", "ragged peak <= 1.1 x real_frac x padded",
@@ -55,5 +56,8 @@ for t in targets:
     assert cells[2] == "0", f"'{t}': cases without data: {row}"
     assert int(cells[0]) + int(cells[1]) > 0, f"'{t}': no case judged: {row}"
 assert "1 correctness checks, 0 failed" in text, "the SDPA correctness line is missing"
+attention_rows = [line for line in text.splitlines() if re.match(r"\| pad\d", line)]
+assert attention_rows and all(line.split("|")[6].strip() == "350" for line in attention_rows), \
+    "the torch flash column is not the fastest flash run (torch_varlen)"
 print(f"ok: {len(targets)} targets judged on synthetic timings")
 PY

@@ -19,6 +19,9 @@ Correctness (bf16, f16, f32; head_dim 64 and 128; causal and not; GQA 8/2; query
          LSE within 1e-4 * (1 + |ref|), and rows that see no key give O = 0, LSE = -inf.
 Timing (bf16, heads 16, head_dim 128), names attention/<impl>/<case> as in ragged_bench:
   torch_jagged      SDPA on nested jagged tensors (flash backend), no padding
+  torch_varlen      FlashAttention-2's varlen forward as PyTorch ships it (aten::_flash_attention_forward with
+                    cu_seqlens, the op under torch.nn.attention.varlen), no padding, no nested-tensor wrapping;
+                    the longest length is given from the host, as that kernel needs
   torch_dense       SDPA on equal-length dense input (flash backend), only for the 0%-padding cases
   torch_padded_mask SDPA on the padded batch with a boolean key-padding mask (torch picks the backend;
                     flash takes no mask)
@@ -215,7 +218,12 @@ def time_cases(tool, device, full):
         nested = [torch.nested.nested_tensor_from_jagged(t, offsets).transpose(1, 2) for t in values]
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             record("torch_jagged", lambda: F.scaled_dot_product_attention(*nested, is_causal=causal, scale=scale))
-        del nested, values
+        # Positional arguments only (their order has not changed since PyTorch 2.0); its default scale is
+        # 1 / sqrt(head_dim), the cases' scale.
+        cu_seqlens, longest = offsets.to(torch.int32), max(lengths)
+        record("torch_varlen", lambda: torch.ops.aten._flash_attention_forward(
+            *values, cu_seqlens, cu_seqlens, longest, longest, 0.0, causal, False))
+        del nested, values, cu_seqlens
         padded = [torch.rand(B, L, H, D, device=device, dtype=torch.bfloat16) * 2 - 1 for _ in range(3)]
         held_bytes = 3 * padded[0].numel() * padded[0].element_size()
         dense = [t.transpose(1, 2) for t in padded]  # [B, H, L, D] views
