@@ -208,8 +208,10 @@ def time_cases(tool, device, full):
                          "batch": B, "peak_bytes": peak}
                 print(f"{name}: {us:.1f} us, {entry['TFLOP/s']:.1f} TFLOP/s")
             except Exception as error:  # a backend that refuses the shape: report, keep going
-                entry = {"name": name, "error_occurred": True, "error_message": str(error)}
-                print(f"{name}: error: {error}")
+                # The first line only: an operator missing for a backend appends its whole dispatch table.
+                message = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                entry = {"name": name, "error_occurred": True, "error_message": message}
+                print(f"{name}: error: {message}")
             out.append(entry)
 
         offsets = torch.tensor([0] + lengths, device=device).cumsum(0)
@@ -218,11 +220,11 @@ def time_cases(tool, device, full):
         nested = [torch.nested.nested_tensor_from_jagged(t, offsets).transpose(1, 2) for t in values]
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             record("torch_jagged", lambda: F.scaled_dot_product_attention(*nested, is_causal=causal, scale=scale))
-        # Positional arguments only (their order has not changed since PyTorch 2.0); its default scale is
-        # 1 / sqrt(head_dim), the cases' scale.
+        # aten::_flash_attention_forward(q, k, v, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal,
+        # return_debug_mask, *, scale) in PyTorch 2.11; [tokens, heads, dim] inputs, int32 cu_seqlens.
         cu_seqlens, longest = offsets.to(torch.int32), max(lengths)
         record("torch_varlen", lambda: torch.ops.aten._flash_attention_forward(
-            *values, cu_seqlens, cu_seqlens, longest, longest, 0.0, causal, False))
+            *values, cu_seqlens, cu_seqlens, longest, longest, 0.0, causal, False, scale=scale))
         del nested, values, cu_seqlens
         padded = [torch.rand(B, L, H, D, device=device, dtype=torch.bfloat16) * 2 - 1 for _ in range(3)]
         held_bytes = 3 * padded[0].numel() * padded[0].element_size()
