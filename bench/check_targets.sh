@@ -32,8 +32,9 @@ json.dump({"context": {"gpu": "synthetic", "copy_bytes_per_second": "3e12"}, "be
                                "correctness": [{"name": "attention_check/bf16", "passed": True}]}},
           open(os.path.join(work, "bench.json"), "w"))
 timings = []
-for dist in ("uniform", "lognormal"):
-    tag = f"{dist}/dtype:bf16/batch:16/hidden:256/mean:128"
+for dist, shape in (("uniform", "batch:16/hidden:256"), ("lognormal", "batch:16/hidden:256"),
+                    ("lognormal", "batch:256/hidden:1024")):  # the last outside the 2x region
+    tag = f"{dist}/dtype:bf16/{shape}/mean:128"
     timings += [{"name": "rnn_lstm/ragged/" + tag, "ms": 1.0, "algo": "persistent"},
                 {"name": "rnn_lstm/torch_packed/" + tag, "ms": 3.0}, {"name": "rnn_lstm/torch_padded/" + tag, "ms": 2.0}]
 json.dump({"torch": "synthetic", "checks": [{"ok": True}], "timings": timings},
@@ -46,7 +47,7 @@ import re, sys
 text = open(sys.argv[1]).read()
 targets = ["sum/max copy_frac >= 0.85", "softmax copy_frac >= 0.75", ">= 2x CUB (tiny rows, one huge row)",
            "never slower than CUB", "ragged time <= 1.15 x real_frac x padded", "ragged peak <= 1.1 x real_frac x padded",
-           ">= 2x faster than PyTorch packed", ">= 0.9 x PyTorch flash", ">= 1.8x padded SDPA with mask at 50%",
+           ">= 2x faster than PyTorch packed", "never slower than PyTorch packed", ">= 0.9 x PyTorch flash", ">= 1.8x padded SDPA with mask at 50%",
            "within 5% of padded fused kernel at 0%"]
 rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| issue")}
 for t in targets:

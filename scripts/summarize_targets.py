@@ -49,7 +49,7 @@ def load_runs(path):
         data = json.load(f)
     runs = {}
     for run in data.get("benchmarks", []):
-        if run.get("error_occurred") or run.get("run_type", "iteration") != "iteration":
+        if run.get("error_occurred") or run.get("run_type", "iteration") != "iteration" or "real_time" not in run:
             continue
         name = re.sub(r"/(manual_time|real_time)$", "", run["name"])
         run = dict(run)
@@ -203,7 +203,9 @@ def rnn_section(report, runs, torch_rnn):
     checks_failed = [c for c in torch_rnn.get("checks", []) if not c.get("ok")]
     report.add(f"PyTorch {torch_rnn.get('torch', '?')} (cuDNN {torch_rnn.get('cudnn', '?')}) on "
                f"{torch_rnn.get('device', '?')}: {len(torch_rnn.get('checks', []))} correctness checks, "
-               f"{len(checks_failed)} failed.")
+               f"{len(checks_failed)} failed."
+               + (" The run was cut short: these are the entries it finished." if torch_rnn.get("complete") is False
+                  else ""))
     report.add()
     rows = []
     for name, t in sorted(timings.items()):
@@ -235,7 +237,9 @@ def attention_section(report, runs, torch_attention):
         failed = [c["name"] for c in checks if not c.get("passed")]
         report.add(f"PyTorch {torch_attention.get('torch_version', '?')} SDPA comparison on "
                    f"{torch_attention.get('gpu', '?')}: {len(checks)} correctness checks, {len(failed)} failed"
-                   + (f" ({', '.join(failed)})" if failed else "") + ".")
+                   + (f" ({', '.join(failed)})" if failed else "") + "."
+                   + (" The run was cut short: these are the entries it finished."
+                      if torch_attention.get("complete") is False else ""))
     else:
         report.add("PyTorch SDPA comparison: no torch_attention section in the bench file.")
     report.add()

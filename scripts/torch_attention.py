@@ -32,7 +32,8 @@ Each iteration starts with a cold L2 (a write of twice its size), like ragged_be
 Writes a Google-Benchmark-like JSON: "benchmarks" entries (real_time in us, TFLOP/s on real work, peak_bytes)
 and a "torch_attention" section (torch version, correctness results). With --merge, an existing --out file
 (ragged_bench's --benchmark_out JSON) gets the entries appended and the section added, so both sets of timings
-sit in one file. Exit code 1 when a correctness check fails, 2 on a usage or tool error.
+sit in one file. The file is rewritten after the checks and after each case ("complete": false in the section
+until the end), so a run cut short by a timeout keeps what it finished. Exit code 1 when a correctness check fails, 2 on a usage or tool error.
 """
 import argparse
 import itertools
@@ -181,15 +182,16 @@ class Timer:
         return 1e3 * times[len(times) // 2]
 
 
-def time_cases(tool, device, full):
+def time_cases(tool, device, full, save):
+    """Times every case; save(entries) receives each case's entries as soon as they exist."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     env = dict(os.environ)
     if full:
         env["RAGGED_BENCH_FULL"] = "1"
     cases = json.loads(subprocess.run([tool, "cases"], check=True, capture_output=True, text=True, env=env).stdout)["cases"]
     timer = Timer(device)
-    out = []
     for c in cases:
+        out = []
         lengths, H, D, L, B = c["lengths"], c["heads"], c["head_dim"], c["max_len"], c["batch"]
         causal, scale = c["causal"], 1.0 / math.sqrt(c["head_dim"])
         tokens = sum(lengths)
@@ -240,7 +242,7 @@ def time_cases(tool, device, full):
         record("torch_padded_mask", lambda: F.scaled_dot_product_attention(*dense, attn_mask=mask, scale=scale))
         del padded, dense, mask
         torch.cuda.empty_cache()
-    return out
+        save(out)
 
 
 def main():
@@ -264,23 +266,36 @@ def main():
     device = torch.device(args.device)
     device_name = torch.cuda.get_device_properties(device).name if on_gpu else "cpu (ragged: CPU reference)"
     print(f"torch {torch.__version__}, {device_name}")
-    correctness, ok = check_correctness(tool, device, "run" if on_gpu else "reference")
-    benchmarks = [] if args.skip_timing or not on_gpu else time_cases(tool, device, args.full)
-    section = {"torch_version": torch.__version__, "gpu": device_name, "cuda": torch.version.cuda,
-               "executable": "scripts/torch_attention.py", "correctness": correctness}
     report = {"context": {}, "benchmarks": []}
     if args.merge and os.path.exists(args.out):
         try:
             with open(args.out) as f:
                 report = json.load(f)
         except ValueError as error:  # a truncated benchmark file: leave it as it is, results go to the log
-            print(f"torch_attention.py: {args.out} is not valid JSON ({error}); not merging. Results:")
-            print(json.dumps({"benchmarks": benchmarks, "torch_attention": section}, indent=1))
-            return 1
-    report.setdefault("benchmarks", []).extend(benchmarks)
-    report["torch_attention"] = section
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=1)
+            print(f"torch_attention.py: {args.out} is not valid JSON ({error}); not merging, results go here")
+            report = None
+    section = {"torch_version": torch.__version__, "gpu": device_name, "cuda": torch.version.cuda,
+               "executable": "scripts/torch_attention.py", "correctness": [], "complete": False}
+
+    def save(entries=()):
+        """Adds the entries and rewrites --out, so a run stopped by a timeout keeps what it finished."""
+        if report is None:
+            print(json.dumps({"benchmarks": list(entries), "torch_attention": section}, indent=1))
+            return
+        report.setdefault("benchmarks", []).extend(entries)
+        report["torch_attention"] = section
+        with open(args.out + ".part", "w") as f:
+            json.dump(report, f, indent=1)
+        os.replace(args.out + ".part", args.out)
+
+    section["correctness"], ok = check_correctness(tool, device, "run" if on_gpu else "reference")
+    save()
+    if on_gpu and not args.skip_timing:
+        time_cases(tool, device, args.full, save)
+    section["complete"] = True
+    save()
+    if report is None:
+        return 1
     print(f"correctness: {'all passed' if ok else 'FAILED'}; wrote {args.out}")
     return 0 if ok else 1
 

@@ -11,15 +11,18 @@
    tests cover zero lengths).
 2. Timings, same shapes as bench/bench_rnn.cu (one LSTM or GRU layer, input = hidden, batch 16 / 64, hidden
    256 / 1024, bfloat16, mean length 128 from uniform / lognormal / bimodal lengths clamped to 4 x mean, at
-   least 1): torch_packed (the layer on a prepared PackedSequence), torch_padded (the same layer on the padded batch)
-   and ragged (rnn_forward through the driver, which times its own runs with CUDA events). Median of --repeats.
+   least 1), plus lognormal lengths at ELSEWHERE_SHAPES (outside the issue's 2x region, where ragged must not be
+   slower): torch_packed (the layer on a prepared PackedSequence), torch_padded (the same layer on the padded
+   batch) and ragged (rnn_forward through the driver, which times its own runs with CUDA events). Median of
+   --repeats.
 
 With --device cpu (no GPU needed): torch runs on the CPU and the driver runs ragged's CPU reference (algo
 reference), checks only. That holds the reference, which every GPU test is judged against, to PyTorch's own
 LSTM / GRU, and runs this script's whole path (weight export, layouts, comparisons) before a GPU run does.
 
 Writes one JSON file (--out) with the torch version, the device, every check with its max errors and verdict,
-and every timing; exits 1 when a check fails or the driver fails.
+and every timing, rewritten after each entry ("complete": false until the end, so a run cut short by a timeout
+keeps what it finished); exits 1 when a check fails or the driver fails.
 """
 import argparse
 import json
@@ -39,6 +42,8 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 # bounded by 1 in magnitude (cell states by a few, judged relative to their size), so these are about 8 ulps at
 # 1 for the low precisions, where a rounding that differs once propagates through the later steps.
 TOLERANCE = {"float32": 2e-5, "float16": 8e-3, "bfloat16": 6e-2}
+# (batch, hidden) of the timings outside the issue's 2x region.
+ELSEWHERE_SHAPES = ((256, 256), (256, 1024), (64, 128), (16, 2048))
 
 
 def run_driver(driver, workdir, config):
@@ -205,36 +210,52 @@ def main():
     report = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version() if on_gpu else None,
               "device": torch.cuda.get_device_name() if on_gpu else "cpu (ragged: CPU reference)",
               "checks": [], "timings": []}
+    def failures():
+        return [c for c in report["checks"] if not c.get("ok")] + [t for t in report["timings"] if t.get("ok") is False]
+
+    def add(section, entries, complete=False):
+        """Appends the entries and rewrites --out, so a run stopped by a timeout keeps what it finished."""
+        report[section] += entries
+        for e in entries:
+            if section == "checks":
+                print(("ok  " if e.get("ok") else "FAIL"), e["mode"], e["dtype"], "layers", e["layers"],
+                      "bidir" if e["bidirectional"] else "uni", "proj", e["proj_size"], e["algo"], e["projection"],
+                      e.get("max_errors", e.get("error")))
+            else:
+                print(f"{e['name']:70s} {e.get('ms', float('nan')):10.3f} ms  {e.get('algo', '')}")
+        report["ok"] = not failures()
+        report["complete"] = complete
+        with open(args.out + ".part", "w") as f:
+            json.dump(report, f, indent=1)
+        os.replace(args.out + ".part", args.out)
+
     with tempfile.TemporaryDirectory(prefix="ragged_rnn_") as workdir:
         for dtype in ("float32", "float16", "bfloat16"):
             for mode in ("lstm", "gru"):
                 for layers, bidirectional in ((1, False), (2, True), (3, False)) if not args.quick else ((2, True),):
                     for algo in algos:
-                        report["checks"].append(check_case(args.driver, workdir, mode, dtype, layers, bidirectional,
-                                                           0, algo, rng, args.device))
-            report["checks"].append(check_case(args.driver, workdir, "lstm", dtype, 2, True, 16,
-                                               "auto" if on_gpu else "reference", rng, args.device))
+                        add("checks", [check_case(args.driver, workdir, mode, dtype, layers, bidirectional, 0, algo,
+                                                  rng, args.device)])
+            add("checks", [check_case(args.driver, workdir, "lstm", dtype, 2, True, 16,
+                                      "auto" if on_gpu else "reference", rng, args.device)])
             if on_gpu:  # ragged's batch-invariant projection GEMM instead of cuBLAS
                 for mode in ("lstm", "gru"):
-                    report["checks"].append(check_case(args.driver, workdir, mode, dtype, 2, True, 0, "auto", rng,
-                                                       args.device, projection="invariant"))
+                    add("checks", [check_case(args.driver, workdir, mode, dtype, 2, True, 0, "auto", rng, args.device,
+                                              projection="invariant")])
         if on_gpu and not args.quick:
             for mode in ("lstm", "gru"):
                 for distribution in ("uniform", "lognormal", "bimodal"):
                     for batch in (16, 64):
                         for hidden in (256, 1024):
-                            report["timings"] += timing_case(args.driver, workdir, mode, distribution, batch,
-                                                             hidden, "bfloat16", args.repeats, rng)
-    failed = [c for c in report["checks"] if not c.get("ok")] + [t for t in report["timings"] if t.get("ok") is False]
-    report["ok"] = not failed
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=1)
-    for c in report["checks"]:
-        print(("ok  " if c.get("ok") else "FAIL"), c["mode"], c["dtype"], "layers", c["layers"],
-              "bidir" if c["bidirectional"] else "uni", "proj", c["proj_size"], c["algo"], c["projection"],
-              c.get("max_errors", c.get("error")))
-    for t in report["timings"]:
-        print(f"{t['name']:70s} {t.get('ms', float('nan')):10.3f} ms  {t.get('algo', '')}")
+                            add("timings", timing_case(args.driver, workdir, mode, distribution, batch, hidden,
+                                                       "bfloat16", args.repeats, rng))
+                # Outside the issue's 2x region (batch <= 64, hidden 256..1024), where ragged must only never be
+                # slower: a large batch, a small and a large hidden size.
+                for batch, hidden in ELSEWHERE_SHAPES:
+                    add("timings", timing_case(args.driver, workdir, mode, "lognormal", batch, hidden, "bfloat16",
+                                               args.repeats, rng))
+    add("checks", [], complete=True)
+    failed = failures()
     print(f"torch_rnn: {len(failed)} failure(s); wrote {args.out}")
     return 0 if not failed else 1
 
