@@ -231,6 +231,9 @@ if [ "$configure_rc" -eq 0 ]; then
       } >>"$out/bench.log" || torch_rc=$?
       record "torch attention comparison" "$(verdict "$torch_rc")" "$torch_rc" "bench.json, bench.log"
     fi
+    # A script killed by its timeout while rewriting its JSON leaves FILE.part beside it: not a result, and the
+    # device brings back 8 files at most.
+    rm -f "$out"/*.part
   fi
 
   # ---- the issues' targets, judged from this run's JSON (appended to summary.md: the device brings back 8 files) --
