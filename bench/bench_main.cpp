@@ -39,15 +39,19 @@ void describe_device() {
   cudaDeviceProp props{};
   ragged::cuda_check(cudaGetDevice(&device), "cudaGetDevice");
   ragged::cuda_check(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
-  const double copy = ragged::bench::copy_bytes_per_second();
-  const double gemm = ragged::bench::bf16_gemm_flops_per_second();
-  std::printf("GPU: %s, sm_%d%d, %d SMs, L2 %d MiB, device-to-device copy %.0f GB/s (read + write), bf16 GEMM "
-              "%.0f TFLOP/s (cuBLAS, 8192^3)\n",
-              props.name, props.major, props.minor, props.multiProcessorCount, props.l2CacheSize >> 20, copy * 1e-9,
-              gemm * 1e-12);
+  std::printf("GPU: %s, sm_%d%d, %d SMs, L2 %d MiB", props.name, props.major, props.minor, props.multiProcessorCount,
+              props.l2CacheSize >> 20);
   benchmark::AddCustomContext("gpu", props.name);
   benchmark::AddCustomContext("gpu_compute_capability", std::to_string(props.major) + "." + std::to_string(props.minor));
   benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(props.l2CacheSize));
+  if (!ragged::bench::ceilings_measured()) {
+    std::printf(", ceilings not measured (RAGGED_BENCH_NO_CEILINGS=1: no copy_frac, no peak_frac)\n");
+    return;
+  }
+  const double copy = ragged::bench::copy_bytes_per_second();
+  const double gemm = ragged::bench::bf16_gemm_flops_per_second();
+  std::printf(", device-to-device copy %.0f GB/s (read + write), bf16 GEMM %.0f TFLOP/s (cuBLAS, 8192^3)\n",
+              copy * 1e-9, gemm * 1e-12);
   benchmark::AddCustomContext("copy_bytes_per_second", std::to_string(copy));
   benchmark::AddCustomContext("bf16_gemm_flops_per_second", std::to_string(gemm));
 }

@@ -9,6 +9,7 @@
 
 #include "bench/common/device_data.h"
 #include "bench/common/gpu_timer.h"
+#include "bench/common/traffic.h"
 #include "ragged/buffer.h"
 
 namespace ragged {
@@ -62,6 +63,7 @@ void set_gpu_flops(benchmark::State& state, double flops_per_iteration) {
   // kIsIterationInvariantRate multiplies by iterations and divides by the (manual) time.
   state.counters["TFLOP/s"] =
       benchmark::Counter(flops_per_iteration * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+  if (!ceilings_measured()) return;
   state.counters["peak_frac"] = benchmark::Counter(flops_per_iteration / bf16_gemm_flops_per_second(),
                                                    benchmark::Counter::kIsIterationInvariantRate);
 }

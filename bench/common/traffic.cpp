@@ -1,7 +1,9 @@
 #include "bench/common/traffic.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "bench/common/gpu_timer.h"
@@ -34,6 +36,14 @@ double measure_copy_bytes_per_second() {
 
 }  // namespace
 
+bool ceilings_measured() {
+  static const bool measured = [] {
+    const char* value = std::getenv("RAGGED_BENCH_NO_CEILINGS");
+    return value == nullptr || std::string(value) != "1";
+  }();
+  return measured;
+}
+
 double copy_bytes_per_second() {
   static const double rate = measure_copy_bytes_per_second();
   return rate;
@@ -41,6 +51,7 @@ double copy_bytes_per_second() {
 
 void set_gpu_traffic(benchmark::State& state, double bytes_per_iteration, double peak_bytes) {
   set_cpu_traffic(state, bytes_per_iteration, peak_bytes);
+  if (!ceilings_measured()) return;
   // kIsIterationInvariantRate multiplies by iterations and divides by the (manual) time: achieved / copy rate.
   state.counters["copy_frac"] =
       benchmark::Counter(bytes_per_iteration / copy_bytes_per_second(), benchmark::Counter::kIsIterationInvariantRate);

@@ -13,6 +13,11 @@
 namespace ragged {
 namespace bench {
 
+// False when RAGGED_BENCH_NO_CEILINGS=1: the copy rate and the bf16 GEMM rate are then never measured, and
+// copy_frac / peak_frac are left out. For profilers (scripts/gpu-profile.sh), whose kernel filters and launch
+// counts would otherwise meet the ceilings' own kernels (the GEMM is cuBLAS's, like the RNN's projection).
+bool ceilings_measured();
+
 // Bytes per second of a large device-to-device copy (read + write), measured on the first call.
 // Throws ragged::Error when a CUDA call fails.
 double copy_bytes_per_second();
