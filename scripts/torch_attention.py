@@ -33,7 +33,8 @@ Writes a Google-Benchmark-like JSON: "benchmarks" entries (real_time in us, TFLO
 and a "torch_attention" section (torch version, correctness results). With --merge, an existing --out file
 (ragged_bench's --benchmark_out JSON) gets the entries appended and the section added, so both sets of timings
 sit in one file. The file is rewritten after the checks and after each case ("complete": false in the section
-until the end), so a run cut short by a timeout keeps what it finished. Exit code 1 when a correctness check fails, 2 on a usage or tool error.
+until the end), so a run cut short by a timeout keeps what it finished. Exit code 1 when a correctness check
+fails, 2 on a usage or tool error.
 """
 import argparse
 import itertools
@@ -277,10 +278,14 @@ def main():
     section = {"torch_version": torch.__version__, "gpu": device_name, "cuda": torch.version.cuda,
                "executable": "scripts/torch_attention.py", "correctness": [], "complete": False}
 
+    unsaved = []  # where --out cannot be merged into: printed at the end instead
+
     def save(entries=()):
         """Adds the entries and rewrites --out, so a run stopped by a timeout keeps what it finished."""
         if report is None:
-            print(json.dumps({"benchmarks": list(entries), "torch_attention": section}, indent=1))
+            unsaved.extend(entries)
+            if section["complete"]:
+                print(json.dumps({"benchmarks": unsaved, "torch_attention": section}, indent=1))
             return
         report.setdefault("benchmarks", []).extend(entries)
         report["torch_attention"] = section
