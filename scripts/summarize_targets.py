@@ -152,6 +152,11 @@ def segment_section(report, runs):
                   "padded/ragged time", "padded/ragged peak", "targets"], rows)
 
 
+def cut_short(torch_report):
+    """The PyTorch scripts mark their JSON "complete": false until they end (a timeout keeps what finished)."""
+    return " The run was cut short: these are the entries it finished." if torch_report.get("complete") is False else ""
+
+
 def rnn_section(report, runs, torch_rnn):
     report.add("## Issue 4: packed LSTM / GRU")
     report.add()
@@ -203,9 +208,7 @@ def rnn_section(report, runs, torch_rnn):
     checks_failed = [c for c in torch_rnn.get("checks", []) if not c.get("ok")]
     report.add(f"PyTorch {torch_rnn.get('torch', '?')} (cuDNN {torch_rnn.get('cudnn', '?')}) on "
                f"{torch_rnn.get('device', '?')}: {len(torch_rnn.get('checks', []))} correctness checks, "
-               f"{len(checks_failed)} failed."
-               + (" The run was cut short: these are the entries it finished." if torch_rnn.get("complete") is False
-                  else ""))
+               f"{len(checks_failed)} failed." + cut_short(torch_rnn))
     report.add()
     rows = []
     for name, t in sorted(timings.items()):
@@ -237,9 +240,7 @@ def attention_section(report, runs, torch_attention):
         failed = [c["name"] for c in checks if not c.get("passed")]
         report.add(f"PyTorch {torch_attention.get('torch_version', '?')} SDPA comparison on "
                    f"{torch_attention.get('gpu', '?')}: {len(checks)} correctness checks, {len(failed)} failed"
-                   + (f" ({', '.join(failed)})" if failed else "") + "."
-                   + (" The run was cut short: these are the entries it finished."
-                      if torch_attention.get("complete") is False else ""))
+                   + (f" ({', '.join(failed)})" if failed else "") + "." + cut_short(torch_attention))
     else:
         report.add("PyTorch SDPA comparison: no torch_attention section in the bench file.")
     report.add()
