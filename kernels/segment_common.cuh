@@ -88,23 +88,54 @@ struct RowLocation {
   RowWork before;
 };
 
+// The offsets of one group of rows, loaded by the whole warp at once (one memory round trip instead of one per
+// 32 rows): lane l holds offsets[first_row + 32 j + l] in raw[j], and raw[kBatches] of lane 0 the group's end.
+template <typename OffsetT>
+struct GroupOffsets {
+  static constexpr int kBatches = static_cast<int>(kRowsPerGroup / kWarpSize);
+  std::int64_t first_row;
+  std::int64_t end;  // one past the group's last row
+  OffsetT raw[kBatches + 1];
+
+  __device__ __forceinline__ GroupOffsets(const SegmentLayout<OffsetT>& L, std::int64_t group)
+      : first_row(group * kRowsPerGroup), end(min(L.batch, group * kRowsPerGroup + kRowsPerGroup)) {
+    const int lane = lane_id();
+#pragma unroll
+    for (int j = 0; j <= kBatches; ++j) {
+      const std::int64_t at = first_row + j * kWarpSize + lane;
+      raw[j] = at <= L.batch && (j < kBatches || lane == 0) ? L.offsets[at] : OffsetT{0};
+    }
+  }
+
+  // Row first_row + 32 j + lane: its clamped range (length 0 past the group). Called by the whole warp: a row's
+  // end comes from the next lane by a shuffle.
+  __device__ __forceinline__ void extent(int j, std::int64_t nnz, std::int64_t& begin, std::int64_t& length) const {
+    const int lane = lane_id();
+    const OffsetT next = __shfl_down_sync(0xffffffffu, raw[j], 1);  // offsets[b + 1] for lanes < 31
+    const OffsetT after = __shfl_sync(0xffffffffu, raw[j + 1], 0);  // offsets[first + 32], for lane 31
+    std::int64_t stop = 0;
+    clamp_row_range(static_cast<std::int64_t>(raw[j]), static_cast<std::int64_t>(lane == kWarpSize - 1 ? after : next),
+                    nnz, begin, stop);
+    length = first_row + j * kWarpSize + lane < end ? stop - begin : 0;
+  }
+};
+
 // Called by the whole warp with the same u < plan[groups].*field: finds the group, then scans the RowWork of the
-// group's rows, 32 at a time, until the row whose range of the field holds u.
+// group's rows, 32 at a time, until the row whose range of the field holds u. The group's offsets and its plan
+// entry load together, so the lookup is the search's round trips plus one.
 template <typename OffsetT>
 __device__ __forceinline__ RowLocation locate_row(const SegmentLayout<OffsetT>& L, std::int64_t u,
                                                   std::int64_t RowWork::*field) {
   const std::int64_t group = find_group(L.plan, row_groups(L.batch), u, field);
   RowWork base = L.plan[group];
-  const std::int64_t first_row = group * kRowsPerGroup;
-  const std::int64_t last_row = min(L.batch, first_row + kRowsPerGroup) - 1;
-  for (std::int64_t first = first_row; first <= last_row; first += kWarpSize) {
-    const std::int64_t b = first + lane_id();
-    RowWork w;
-    if (b <= last_row) {
-      std::int64_t begin = 0, length = 0;
-      row_extent(L.offsets, b, L.nnz, begin, length);
-      w = row_work(length, L.geometry);
-    }
+  const GroupOffsets<OffsetT> rows(L, group);
+#pragma unroll
+  for (int j = 0; j < GroupOffsets<OffsetT>::kBatches; ++j) {
+    const std::int64_t first = rows.first_row + j * kWarpSize;
+    if (first >= rows.end) break;  // warp-uniform
+    std::int64_t begin = 0, length = 0;
+    rows.extent(j, L.nnz, begin, length);
+    const RowWork w = first + lane_id() < rows.end ? row_work(length, L.geometry) : RowWork{};
     const RowWork inclusive = warp_inclusive_scan(w);
     const RowWork before = base + inclusive - w;
     const unsigned owner = __ballot_sync(0xffffffffu, before.*field <= u && u < before.*field + w.*field);
@@ -115,48 +146,92 @@ __device__ __forceinline__ RowLocation locate_row(const SegmentLayout<OffsetT>& 
     base = base + shfl_row_work(inclusive, kWarpSize - 1);
   }
   // Not reached: the row pass summed these same RowWork values into the plan. Any row keeps accesses in bounds.
-  return RowLocation{last_row, base};
+  return RowLocation{rows.end - 1, base};
+}
+
+// Tokens of a tiny row that the row pass loads ahead (TinyHead): the first kTinyHead tokens of its column 0.
+constexpr int kTinyHead = 4;
+
+template <typename Elem>
+struct TinyHead {
+  Elem at[kTinyHead];
+};
+
+// The head of a tiny row of `length` >= 1 tokens: at[t] = load(t) for t < length, `pad` past the end. The loads
+// are unconditional (past the end they repeat the last token) so that ptxas issues them together.
+template <typename Elem, typename Load>
+__device__ __forceinline__ TinyHead<Elem> load_tiny_head(std::int64_t length, Elem pad, Load load) {
+  TinyHead<Elem> head;
+#pragma unroll
+  for (int k = 0; k < kTinyHead; ++k) {
+    const Elem x = load(min(static_cast<std::int64_t>(k), length - 1));
+    head.at[k] = k < length ? x : pad;
+  }
+  return head;
+}
+
+// Walks tokens 0 .. length - 1 (length >= 1) of one column of a tiny row in groups of kTinyHead: f(t0, x) with
+// x[k] = load(t0 + k), `pad` past the end. Every load of a group is issued before f runs, so a group costs one
+// memory round trip, not one per token (left to itself nvcc unrolls a per-token loop by 4 and loads the
+// remaining 1-3 tokens one round trip apart). With `from_head` the first group is the head, already in registers.
+template <typename Elem, typename Load, typename F>
+__device__ __forceinline__ void walk_tiny(std::int64_t length, const TinyHead<Elem>& head, bool from_head, Elem pad,
+                                          Load load, F f) {
+  for (std::int64_t t0 = 0; t0 < length; t0 += kTinyHead) {
+    Elem x[kTinyHead];
+    if (from_head && t0 == 0) {
+#pragma unroll
+      for (int k = 0; k < kTinyHead; ++k) x[k] = head.at[k];
+    } else {
+#pragma unroll
+      for (int k = 0; k < kTinyHead; ++k) {
+        const Elem e = load(min(t0 + k, length - 1));  // unconditional, as in load_tiny_head
+        x[k] = t0 + k < length ? e : pad;
+      }
+    }
+    f(t0, x);
+  }
 }
 
 // The row pass, a warp per group of kRowsPerGroup rows (grid-stride), kWarpSize rows at a time with a lane per
-// row. A tiny non-empty row is finished by its lane, tiny(b, begin, length) (lanes diverge there); the empty rows
-// of each 32 are handed to the whole warp, empty(first, mask) (bit i: row first + i). The RowWork of the other
-// rows is summed into the group's entry of group_work, which the plan scans.
-// The many-tiny-rows regime is latency-bound (offsets -> values -> store per row), so all the group's offsets
-// are loaded first, one per lane per 32 rows plus the group's end (one memory round trip per group instead of
-// one per 32 rows), and a row's end comes from the next lane by a shuffle.
-template <typename OffsetT, typename Tiny, typename Empty>
-__device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, Tiny tiny, Empty empty) {
-  constexpr int kBatches = static_cast<int>(kRowsPerGroup / kWarpSize);
+// row. A tiny non-empty row is finished by its lane, tiny(b, begin, length, head) (lanes diverge there); the
+// empty rows of each 32 are handed to the whole warp, empty(first, mask) (bit i: row first + i). The RowWork of
+// the other rows is summed into the group's entry of group_work, which the plan scans.
+// The many-tiny-rows regime is latency-bound (offsets -> values -> store per row), so a group takes two memory
+// round trips, not one per 32 rows: all its offsets first (one per lane per 32 rows plus the group's end; a
+// row's end comes from the next lane by a shuffle), then, for every tiny row of the group at once,
+// head = load_head(b, begin, length), the op's loads that come first (no stores: those would order the loads
+// of the next rows behind them). tiny() then starts from registers.
+template <typename OffsetT, typename LoadHead, typename Tiny, typename Empty>
+__device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, LoadHead load_head, Tiny tiny,
+                                         Empty empty) {
+  constexpr int kBatches = GroupOffsets<OffsetT>::kBatches;
+  using Head = decltype(load_head(std::int64_t{}, std::int64_t{}, std::int64_t{}));
   const int lane = lane_id();
   const std::int64_t groups = row_groups(L.batch);
   for (std::int64_t group = global_warp(); group < groups; group += total_warps()) {
-    const std::int64_t first_row = group * kRowsPerGroup;
-    const std::int64_t end = min(L.batch, first_row + kRowsPerGroup);
-    OffsetT raw[kBatches + 1];  // raw[j] = offsets[first_row + 32 j + lane] (offsets has batch + 1 entries)
+    const GroupOffsets<OffsetT> rows(L, group);
+    Head head[kBatches];
 #pragma unroll
-    for (int j = 0; j <= kBatches; ++j) {
-      const std::int64_t at = first_row + j * kWarpSize + lane;
-      raw[j] = at <= L.batch && (j < kBatches || lane == 0) ? L.offsets[at] : OffsetT{0};
+    for (int j = 0; j < kBatches; ++j) {
+      std::int64_t begin = 0, length = 0;
+      rows.extent(j, L.nnz, begin, length);
+      if (length > 0 && is_tiny(length, L.geometry))
+        head[j] = load_head(rows.first_row + j * kWarpSize + lane, begin, length);
     }
     RowWork sum;
 #pragma unroll
     for (int j = 0; j < kBatches; ++j) {
-      const std::int64_t first = first_row + j * kWarpSize;
-      if (first >= end) break;  // warp-uniform
-      const OffsetT next = __shfl_down_sync(0xffffffffu, raw[j], 1);       // offsets[b + 1] for lanes < 31
-      const OffsetT after = __shfl_sync(0xffffffffu, raw[j + 1], 0);       // offsets[first + 32], for lane 31
+      const std::int64_t first = rows.first_row + j * kWarpSize;
+      if (first >= rows.end) break;  // warp-uniform
+      std::int64_t begin = 0, length = 0;
+      rows.extent(j, L.nnz, begin, length);
       const std::int64_t b = first + lane;
-      const bool in_group = b < end;
-      std::int64_t begin = 0, stop = 0;
-      clamp_row_range(static_cast<std::int64_t>(raw[j]), static_cast<std::int64_t>(lane == kWarpSize - 1 ? after : next),
-                      L.nnz, begin, stop);
-      const std::int64_t length = in_group ? stop - begin : 0;
       if (length > 0) {
-        if (is_tiny(length, L.geometry)) tiny(b, begin, length);
+        if (is_tiny(length, L.geometry)) tiny(b, begin, length, head[j]);
         else sum = sum + row_work(length, L.geometry);
       }
-      const unsigned empties = __ballot_sync(0xffffffffu, in_group && length == 0);
+      const unsigned empties = __ballot_sync(0xffffffffu, b < rows.end && length == 0);
       if (empties != 0) empty(first, empties);
     }
     for (int d = 1; d < kWarpSize; d <<= 1) sum = sum + shfl_row_work(sum, lane ^ d);
@@ -182,6 +257,30 @@ __device__ __forceinline__ LaneSlot lane_slot(const SegmentGeometry& g, std::int
   return LaneSlot{vcol, 0, vcol < g.vcols};
 }
 
+// acc.merge(load(0)), ..., acc.merge(load(n - 1)), in that order, loading kMergeLoads partials at a time: their
+// loads are independent, but a loop that merges each as it arrives waits one round trip per partial (nvcc does
+// not unroll it), which for one huge row is hundreds of L2 round trips on one warp after the main pass.
+// Full groups load without checks and the last one repeats load(n - 1) past the end: with predicated loads, or
+// a clamped index per load, ptxas interleaved the loads with the merges, a round trip apart again.
+constexpr int kMergeLoads = 16;
+
+template <typename Acc, typename Load>
+__device__ __forceinline__ void merge_group(Acc& acc, std::int64_t i0, int count, Load load) {
+  Acc x[kMergeLoads];
+#pragma unroll
+  for (int j = 0; j < kMergeLoads; ++j) x[j] = load(i0 + (j < count ? j : count - 1));
+#pragma unroll
+  for (int j = 0; j < kMergeLoads; ++j)
+    if (j < count) acc.merge(x[j]);
+}
+
+template <typename Acc, typename Load>
+__device__ __forceinline__ void merge_in_order(Acc& acc, std::int64_t n, Load load) {
+  std::int64_t i0 = 0;
+  for (; i0 + kMergeLoads <= n; i0 += kMergeLoads) merge_group(acc, i0, kMergeLoads, load);
+  if (i0 < n) merge_group(acc, i0, static_cast<int>(n - i0), load);
+}
+
 // The combine step shared by every segment op, called by the whole warp: merges, in chunk order, the partials of
 // the multi-chunk row that owns combine unit `u` (lanes take (column, phase) pairs for D <= 32, else one column
 // of a 32-column tile each), then calls finish(b, col, acc, length, first) on the lane that holds each column's
@@ -205,9 +304,13 @@ __device__ __forceinline__ void combine_unit(const SegmentLayout<OffsetT>& L, st
   const int phase = narrow ? lane / static_cast<int>(D) : 0;
   const bool active = narrow ? phase < g.combine_phases : col < D;
   Acc acc;
-  if (active)
-    for (std::int64_t k = phase; k < chunks && first + k < L.partial_capacity; k += g.combine_phases)
-      acc.merge(load((first + k) * D + col));
+  if (active) {
+    // This lane's chunks: k = phase, phase + combine_phases, ... below the row's chunks and the workspace.
+    const std::int64_t last = min(chunks, L.partial_capacity - first);
+    const std::int64_t n = phase < last ? (last - phase + g.combine_phases - 1) / g.combine_phases : 0;
+    const std::int64_t base = (first + phase) * D + col, stride = g.combine_phases * D;
+    merge_in_order(acc, n, [&](std::int64_t i) { return load(base + i * stride); });
+  }
   if (narrow)
     for (int q = 1; q < g.combine_phases; ++q) {
       const Acc other = acc.shfl(static_cast<int>(col + q * D));

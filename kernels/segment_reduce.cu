@@ -96,14 +96,27 @@ __device__ __forceinline__ void write_result(const SegmentReduceArgs<T, OffsetT>
   if (a.arg != nullptr) a.arg[at] = length == 0 ? -1 : acc.index();
 }
 
-// A row of at most 32 elements, by one lane, in element order.
+// A row of at most 32 elements, by one lane, in element order; head: tokens 0..3 of column 0 (row_pass).
+template <typename T, typename OffsetT>
+__device__ __forceinline__ TinyHead<float> reduce_tiny_head(const SegmentReduceArgs<T, OffsetT>& a,
+                                                            std::int64_t begin, std::int64_t length) {
+  const std::int64_t D = a.layout.geometry.inner;
+  return load_tiny_head(length, 0.0f, [&](std::int64_t t) { return to_float(a.values[(begin + t) * D]); });
+}
+
 template <typename T, typename OffsetT, typename Acc>
 __device__ void reduce_tiny_row(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t b, std::int64_t begin,
-                                std::int64_t length) {
+                                std::int64_t length, const TinyHead<float>& head) {
   const std::int64_t D = a.layout.geometry.inner;
   for (std::int64_t c = 0; c < D; ++c) {
     Acc acc;
-    for (std::int64_t t = 0; t < length; ++t) acc.add(to_float(a.values[(begin + t) * D + c]), t);
+    walk_tiny(
+        length, head, c == 0, 0.0f, [&](std::int64_t t) { return to_float(a.values[(begin + t) * D + c]); },
+        [&](std::int64_t t0, const float (&x)[kTinyHead]) {
+#pragma unroll
+          for (int k = 0; k < kTinyHead; ++k)
+            if (t0 + k < length) acc.add(x[k], t0 + k);
+        });
     write_result(a, b, c, acc, length);
   }
 }
@@ -127,8 +140,9 @@ __global__ void __launch_bounds__(kThreads)
     segment_reduce_rows_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
   row_pass(
       a.layout,
-      [&](std::int64_t b, std::int64_t begin, std::int64_t length) {
-        reduce_tiny_row<T, OffsetT, Acc>(a, b, begin, length);
+      [&](std::int64_t, std::int64_t begin, std::int64_t length) { return reduce_tiny_head(a, begin, length); },
+      [&](std::int64_t b, std::int64_t begin, std::int64_t length, const TinyHead<float>& head) {
+        reduce_tiny_row<T, OffsetT, Acc>(a, b, begin, length, head);
       },
       [&](std::int64_t first, unsigned empty) { write_empty_rows(a, first, empty); });
 }
@@ -260,17 +274,29 @@ __device__ __forceinline__ float grad_at(const SegmentReduceBackwardArgs<T, Offs
   return a.op == ReduceOp::kMean ? g / static_cast<float>(length) : g;
 }
 
-// A tiny row, by one lane.
+// A tiny row, by one lane. Its head (loaded by row_pass with the group's other rows): column 0's gradient and
+// arg index, all the row reads before it writes.
+struct BackwardHead {
+  float grad = 0.0f;
+  std::int64_t arg = -1;
+};
+
+template <typename T, typename OffsetT>
+__device__ __forceinline__ BackwardHead backward_column(const SegmentReduceBackwardArgs<T, OffsetT>& a,
+                                                        std::int64_t at, std::int64_t length) {
+  const bool routed = a.op == ReduceOp::kMax || a.op == ReduceOp::kMin;
+  return BackwardHead{grad_at(a, at, length), routed ? a.arg[at] : -1};
+}
+
 template <typename T, typename OffsetT>
 __device__ void backward_tiny_row(const SegmentReduceBackwardArgs<T, OffsetT>& a, std::int64_t b, std::int64_t begin,
-                                  std::int64_t length) {
+                                  std::int64_t length, const BackwardHead& head) {
   const std::int64_t D = a.layout.geometry.inner;
   const bool routed = a.op == ReduceOp::kMax || a.op == ReduceOp::kMin;
   for (std::int64_t c = 0; c < D; ++c) {
-    const float grad = grad_at(a, b * D + c, length);
-    const std::int64_t arg = routed ? a.arg[b * D + c] : -1;
+    const BackwardHead column = c == 0 ? head : backward_column(a, b * D + c, length);
     for (std::int64_t t = 0; t < length; ++t)
-      a.grad_in[(begin + t) * D + c] = from_float<T>(!routed || t == arg ? grad : 0.0f);
+      a.grad_in[(begin + t) * D + c] = from_float<T>(!routed || t == column.arg ? column.grad : 0.0f);
   }
 }
 
@@ -279,7 +305,12 @@ __global__ void __launch_bounds__(kThreads)
     segment_reduce_backward_rows_kernel(const __grid_constant__ SegmentReduceBackwardArgs<T, OffsetT> a) {
   row_pass(
       a.layout,
-      [&](std::int64_t b, std::int64_t begin, std::int64_t length) { backward_tiny_row(a, b, begin, length); },
+      [&](std::int64_t b, std::int64_t, std::int64_t length) {
+        return backward_column(a, b * a.layout.geometry.inner, length);
+      },
+      [&](std::int64_t b, std::int64_t begin, std::int64_t length, const BackwardHead& head) {
+        backward_tiny_row(a, b, begin, length, head);
+      },
       [](std::int64_t, unsigned) {});  // an empty row has no gradient to write
 }
 

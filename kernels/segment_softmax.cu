@@ -78,8 +78,6 @@ struct SoftmaxForward {
     for (int i = 0; i < N; ++i) sum += expf(x[i][v] - top);
     st = Stat{top, sum};
   }
-  // One element at a time (tiny rows): the online update.
-  __device__ static void add(Stat& st, float x, float) { st.merge(Stat{x, x == -INFINITY ? 0.0f : 1.0f}); }
   // Per column, once: log(sum) for log-softmax, 1 / sum for softmax (a multiply per element, not a division).
   struct Scale {
     float m;
@@ -113,7 +111,6 @@ struct SoftmaxBackward {
 #pragma unroll
     for (int i = 0; i < N; ++i) st.sum += log ? dy[i][v] : dy[i][v] * y[i][v];
   }
-  __device__ static void add(Stat& st, float y, float dy, bool log) { st.sum += log ? dy : dy * y; }
   using Scale = Stat;
   __device__ static Scale prepare(const Stat& st, bool) { return st; }
   template <bool kLog>
@@ -131,29 +128,53 @@ __device__ __forceinline__ void accumulate_tile(typename Op::Stat& st, const flo
   if constexpr (Op::kBackward) Op::template accumulate<N, V>(st, x, dy, v, log);
   else Op::template accumulate<N, V>(st, x, dy, v);
 }
-template <typename Op>
-__device__ __forceinline__ void add_one(typename Op::Stat& st, float x, float dy, bool log) {
-  if constexpr (Op::kBackward) Op::add(st, x, dy, log);
-  else Op::add(st, x, dy);
+
+// A tiny row, by one lane: per column, the statistic (folded 4 tokens at a time, as a unit folds its register
+// tiles), then the writes. Its head (row_pass) holds tokens 0..3 of column 0, so at D = 1 a row of up to 4 tokens
+// is read once, by the row pass, and written from registers.
+struct XDy {
+  float x;
+  float dy;  // backward only
+};
+
+template <typename Op, typename T, typename OffsetT>
+__device__ __forceinline__ XDy load_xdy(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t at) {
+  return XDy{to_float(a.x[at]), Op::kBackward ? to_float(a.dy[at]) : 0.0f};
 }
 
-
-// A tiny row, by one lane: per column, the statistic, then the writes.
 template <typename Op, typename T, typename OffsetT>
-__device__ void normalize_tiny_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t begin, std::int64_t length) {
+__device__ __forceinline__ TinyHead<XDy> softmax_tiny_head(const SegmentSoftmaxArgs<T, OffsetT>& a,
+                                                           std::int64_t begin, std::int64_t length) {
   const std::int64_t D = a.layout.geometry.inner;
+  return load_tiny_head(length, XDy{Op::kPadX, Op::kPadDy},
+                        [&](std::int64_t t) { return load_xdy<Op>(a, (begin + t) * D); });
+}
+
+template <typename Op, typename T, typename OffsetT>
+__device__ void normalize_tiny_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t begin, std::int64_t length,
+                                   const TinyHead<XDy>& head) {
+  const std::int64_t D = a.layout.geometry.inner;
+  const XDy pad{Op::kPadX, Op::kPadDy};
   for (std::int64_t c = 0; c < D; ++c) {
+    auto load = [&](std::int64_t t) { return load_xdy<Op>(a, (begin + t) * D + c); };
     typename Op::Stat st;
-    for (std::int64_t t = 0; t < length; ++t) {
-      const std::int64_t at = (begin + t) * D + c;
-      add_one<Op>(st, to_float(a.x[at]), Op::kBackward ? to_float(a.dy[at]) : 0.0f, a.log);
-    }
+    walk_tiny(length, head, c == 0, pad, load, [&](std::int64_t, const XDy (&e)[kTinyHead]) {
+      float x[kTinyHead][1], dy[kTinyHead][1];
+#pragma unroll
+      for (int k = 0; k < kTinyHead; ++k) {
+        x[k][0] = e[k].x;
+        dy[k][0] = e[k].dy;
+      }
+      accumulate_tile<Op, kTinyHead, 1>(st, x, dy, 0, a.log);
+    });
     const typename Op::Scale scale = Op::prepare(st, a.log);
-    for (std::int64_t t = 0; t < length; ++t) {
-      const std::int64_t at = (begin + t) * D + c;
-      const float x = to_float(a.x[at]), dy = Op::kBackward ? to_float(a.dy[at]) : 0.0f;
-      a.out[at] = from_float<T>(a.log ? Op::template apply<true>(scale, x, dy) : Op::template apply<false>(scale, x, dy));
-    }
+    walk_tiny(length, head, c == 0, pad, load, [&](std::int64_t t0, const XDy (&e)[kTinyHead]) {
+#pragma unroll
+      for (int k = 0; k < kTinyHead; ++k)
+        if (t0 + k < length)
+          a.out[(begin + t0 + k) * D + c] = from_float<T>(a.log ? Op::template apply<true>(scale, e[k].x, e[k].dy)
+                                                                : Op::template apply<false>(scale, e[k].x, e[k].dy));
+    });
   }
 }
 
@@ -312,8 +333,8 @@ __device__ void merge_locally(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int6
   const std::int64_t col1 = g.narrow ? D : min(D, col0 + kWarpSize * V);
   for (std::int64_t col = col0 + lane_id(); col < col1; col += kWarpSize) {
     typename Op::Stat acc;
-    for (std::int64_t k = 0; k < chunks && first + k < L.partial_capacity; ++k)
-      acc.merge(Op::load(a.partial_a, a.partial_b, (first + k) * D + col));
+    merge_in_order(acc, min(chunks, L.partial_capacity - first),
+                   [&](std::int64_t k) { return Op::load(a.partial_a, a.partial_b, (first + k) * D + col); });
     Op::store(acc, a.partial_a, a.partial_b, first * D + col);
   }
   __syncwarp();  // the merged statistics are visible to every lane of the warp
@@ -324,7 +345,10 @@ __global__ void __launch_bounds__(kThreads)
     segment_softmax_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   row_pass(
       a.layout,
-      [&](std::int64_t, std::int64_t begin, std::int64_t length) { normalize_tiny_row<Op>(a, begin, length); },
+      [&](std::int64_t, std::int64_t begin, std::int64_t length) { return softmax_tiny_head<Op>(a, begin, length); },
+      [&](std::int64_t, std::int64_t begin, std::int64_t length, const TinyHead<XDy>& head) {
+        normalize_tiny_row<Op>(a, begin, length, head);
+      },
       [](std::int64_t, unsigned) {});  // an empty row has no output
 }
 

@@ -44,6 +44,9 @@ export PATH
 # Skipping the first launches leaves out the benchmark's warm-up and correctness call.
 cases=(
   "sum_tiny_d1;segment_gpu;segment_sum/ragged/uniform/inner:1/batch:8388608/mean:2/manual_time;regex:segment_reduce;4;2"
+  # Rows of 0..4 tokens at D = 64 are units, not tiny rows: each unit's lookup (plan search, group scan) is a
+  # chain of dependent loads before its values; this shows whether that chain or DRAM sets the pace.
+  "sum_tiny_d64;segment_gpu;segment_sum/ragged/uniform/inner:64/batch:131072/mean:2/manual_time;regex:segment_reduce;4;2"
   "sum_one_huge_d1;segment_gpu;segment_sum/ragged/one_huge/inner:1/batch:16/mean:1048576/manual_time;regex:segment_;4;3"
   "sum_power_law_d64;segment_gpu;segment_sum/ragged/power_law/inner:64/batch:1024/mean:256/manual_time;regex:segment_;4;3"
   "softmax_power_law_d1;segment_gpu;segment_softmax/ragged/power_law/inner:1/batch:65536/mean:256/manual_time;regex:segment_softmax;6;4"

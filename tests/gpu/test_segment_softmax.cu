@@ -180,7 +180,8 @@ TEMPLATE_TEST_CASE("segment_softmax on the device: fully masked columns and a Na
   // kernels' max skips NaN and carries it through the sum instead, so the chunk (and each register tile of it)
   // whose real items are only -inf and the NaN must still make the column NaN; the rest of the column being
   // finite, a lost NaN shows as finite outputs. Rows of one chunk to past the local-finish limit, at D = 1 and
-  // at D = 1000 (column tiles; bfloat16 there streams 4 register tiles per chunk).
+  // at D = 1000 (column tiles; bfloat16 there streams 4 register tiles per chunk), and at D = 1 tiny rows (up to
+  // 32 tokens, one lane each; the last two fit the 4 tokens the row pass loads ahead).
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(507);
@@ -189,7 +190,7 @@ TEMPLATE_TEST_CASE("segment_softmax on the device: fully masked columns and a Na
   for (std::int64_t inner : {1, 1000}) {
     // Forward chunk lengths (segment_geometry.h): 1024 tokens at D = 1; 8 float or 16 bfloat16 tokens at D = 1000.
     const std::int64_t chunk = inner == 1 ? 1024 : sizeof(T) == 2 ? 16 : 8;
-    const std::vector<std::int64_t> lengths = inner == 1 ? std::vector<std::int64_t>{40, 3000, 40000, 7, 0, 2500}
+    const std::vector<std::int64_t> lengths = inner == 1 ? std::vector<std::int64_t>{40, 3000, 40000, 7, 0, 2500, 3, 4}
                                                          : std::vector<std::int64_t>{3, 17, 300, 1100, 0, 40};
     auto host = test::random_ragged<T, OffsetT>(lengths, inner, rng, kSpareRows);
     std::uniform_int_distribution<std::int64_t> column(0, inner - 1);
