@@ -95,10 +95,11 @@ struct GroupOffsets {
   static constexpr int kBatches = static_cast<int>(kRowsPerGroup / kWarpSize);
   std::int64_t first_row;
   std::int64_t end;  // one past the group's last row
+  std::int64_t nnz;
   OffsetT raw[kBatches + 1];
 
   __device__ __forceinline__ GroupOffsets(const SegmentLayout<OffsetT>& L, std::int64_t group)
-      : first_row(group * kRowsPerGroup), end(min(L.batch, group * kRowsPerGroup + kRowsPerGroup)) {
+      : first_row(group * kRowsPerGroup), end(min(L.batch, group * kRowsPerGroup + kRowsPerGroup)), nnz(L.nnz) {
     const int lane = lane_id();
 #pragma unroll
     for (int j = 0; j <= kBatches; ++j) {
@@ -109,7 +110,7 @@ struct GroupOffsets {
 
   // Row first_row + 32 j + lane: its clamped range (length 0 past the group). Called by the whole warp: a row's
   // end comes from the next lane by a shuffle.
-  __device__ __forceinline__ void extent(int j, std::int64_t nnz, std::int64_t& begin, std::int64_t& length) const {
+  __device__ __forceinline__ void extent(int j, std::int64_t& begin, std::int64_t& length) const {
     const int lane = lane_id();
     const OffsetT next = __shfl_down_sync(0xffffffffu, raw[j], 1);  // offsets[b + 1] for lanes < 31
     const OffsetT after = __shfl_sync(0xffffffffu, raw[j + 1], 0);  // offsets[first + 32], for lane 31
@@ -134,7 +135,7 @@ __device__ __forceinline__ RowLocation locate_row(const SegmentLayout<OffsetT>& 
     const std::int64_t first = rows.first_row + j * kWarpSize;
     if (first >= rows.end) break;  // warp-uniform
     std::int64_t begin = 0, length = 0;
-    rows.extent(j, L.nnz, begin, length);
+    rows.extent(j, begin, length);
     const RowWork w = first + lane_id() < rows.end ? row_work(length, L.geometry) : RowWork{};
     const RowWork inclusive = warp_inclusive_scan(w);
     const RowWork before = base + inclusive - w;
@@ -215,17 +216,19 @@ __device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, LoadHe
 #pragma unroll
     for (int j = 0; j < kBatches; ++j) {
       std::int64_t begin = 0, length = 0;
-      rows.extent(j, L.nnz, begin, length);
+      rows.extent(j, begin, length);
       if (length > 0 && is_tiny(length, L.geometry))
         head[j] = load_head(rows.first_row + j * kWarpSize + lane, begin, length);
     }
+    // The ranges are recomputed below (shuffles, no memory) rather than kept: 4 batches' begin and length would
+    // hold 16 more registers in a kernel whose speed is its resident warps.
     RowWork sum;
 #pragma unroll
     for (int j = 0; j < kBatches; ++j) {
       const std::int64_t first = rows.first_row + j * kWarpSize;
       if (first >= rows.end) break;  // warp-uniform
       std::int64_t begin = 0, length = 0;
-      rows.extent(j, L.nnz, begin, length);
+      rows.extent(j, begin, length);
       const std::int64_t b = first + lane;
       if (length > 0) {
         if (is_tiny(length, L.geometry)) tiny(b, begin, length, head[j]);
