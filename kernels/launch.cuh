@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -36,15 +37,16 @@ inline Status grid_size(std::int64_t work_items, std::int64_t items_per_block, i
   return Status::kSuccess;
 }
 
-// Blocks of `threads` threads of `kernel` that fit on one SM of the current device at once (at least 1). The
-// occupancy calculator's answer is cached per kernel, block size and device, so a launch pays for it once.
-inline Status resident_blocks_per_sm(const void* kernel, int threads, int& per_sm) {
+// Blocks of `threads` threads of `kernel`, with `shared_bytes` of dynamic shared memory each, that fit on one SM
+// of the current device at once (at least 1). The occupancy calculator's answer is cached per kernel, block size,
+// shared memory and device, so a launch pays for it once.
+inline Status resident_blocks_per_sm(const void* kernel, int threads, std::size_t shared_bytes, int& per_sm) {
   int device = 0;
   Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
   if (s != Status::kSuccess) return s;
   static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int>, int> cache;
-  const auto key = std::make_tuple(kernel, threads, device);
+  static std::map<std::tuple<const void*, int, std::size_t, int>, int> cache;
+  const auto key = std::make_tuple(kernel, threads, shared_bytes, device);
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto hit = cache.find(key);
@@ -53,7 +55,7 @@ inline Status resident_blocks_per_sm(const void* kernel, int threads, int& per_s
       return Status::kSuccess;
     }
   }
-  s = from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0),
+  s = from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes),
                 "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   if (s != Status::kSuccess) return s;
   per_sm = std::max(1, per_sm);
@@ -68,9 +70,9 @@ inline Status resident_blocks_per_sm(const void* kernel, int threads, int& per_s
 // its items would no longer be the order in which it touches memory.
 template <typename Kernel>
 inline Status resident_grid_size(Kernel kernel, int threads, std::int64_t work_items, std::int64_t items_per_block,
-                                 unsigned& blocks) {
+                                 unsigned& blocks, std::size_t shared_bytes = 0) {
   int per_sm = 0;
-  Status s = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, per_sm);
+  Status s = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, shared_bytes, per_sm);
   if (s != Status::kSuccess) return s;
   return grid_size(work_items, items_per_block, per_sm, blocks);
 }

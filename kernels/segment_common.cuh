@@ -51,6 +51,9 @@ __device__ __forceinline__ void row_extent(const OffsetT* offsets, std::int64_t 
 
 __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & (kWarpSize - 1); }
 
+// Threads per block of every segment kernel.
+constexpr int kSegmentThreads = 256;
+
 __device__ __forceinline__ std::int64_t global_warp() {
   return (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
 }
@@ -80,6 +83,54 @@ __device__ __forceinline__ std::int64_t find_group(const RowWork* plan, std::int
                                                    std::int64_t RowWork::*field) {
   const std::int64_t g = warp_search_last(groups, [&](std::int64_t i) { return plan[i].*field <= u; });
   return g < 0 ? 0 : g;  // plan[0] is all zero, so g >= 0
+}
+
+// The first-pass kernel is the one that walks the units right after the row pass. For a plan of at most
+// kKernelPlanGroups groups, every block of it scans group_work into its shared memory first (stage_plan): no CUB
+// launches between the row pass and the kernel, and a unit's group search costs no memory round trip. Block 0
+// also writes the plan to L.plan for the kernels after it (combine, second pass). A larger plan was scanned by
+// CUB (build_plan) and stays in L.plan.
+__device__ __forceinline__ RowWork* shared_plan() {
+  // RowWork has a constructor, which a shared-memory variable may not have: raw words, viewed as RowWork.
+  extern __shared__ std::int64_t shared_plan_words[];  // [groups + 1] RowWork (first_pass_shared_bytes)
+  return reinterpret_cast<RowWork*>(shared_plan_words);
+}
+
+// The plan a kernel searches: the shared copy in the first-pass kernel when there is one, else L.plan. A function
+// rather than a pointer kept in a register: the unit loops are tight on registers, and both are cheap to recompute.
+template <bool kFirstPass, typename OffsetT>
+__device__ __forceinline__ const RowWork* plan_of(const SegmentLayout<OffsetT>& L) {
+  return kFirstPass && plan_scanned_in_kernel(L.batch) ? shared_plan() : L.plan;
+}
+
+// The block scan of stage_plan: every thread of the first-pass kernel's block calls it, before anything else.
+template <typename OffsetT>
+__device__ __forceinline__ void stage_plan(const SegmentLayout<OffsetT>& L) {
+  if (!plan_scanned_in_kernel(L.batch)) return;
+  __shared__ std::int64_t warp_total_words[kSegmentThreads / kWarpSize * sizeof(RowWork) / sizeof(std::int64_t)];
+  RowWork* plan = shared_plan();
+  RowWork* warp_totals = reinterpret_cast<RowWork*>(warp_total_words);
+  constexpr int kItems = static_cast<int>(kKernelPlanGroups / kSegmentThreads);
+  const std::int64_t groups = row_groups(L.batch);
+  const int thread = static_cast<int>(threadIdx.x);
+  const std::int64_t first = static_cast<std::int64_t>(thread) * kItems;  // thread i scans groups 4i .. 4i + 3
+  RowWork items[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) items[k] = first + k < groups ? L.group_work[first + k] : RowWork{};
+#pragma unroll
+  for (int k = 1; k < kItems; ++k) items[k] = items[k - 1] + items[k];
+  const RowWork inclusive = warp_inclusive_scan(items[kItems - 1]);
+  if (lane_id() == kWarpSize - 1) warp_totals[thread / kWarpSize] = inclusive;
+  __syncthreads();
+  RowWork before = inclusive - items[kItems - 1];
+  for (int w = 0; w < thread / kWarpSize; ++w) before = before + warp_totals[w];
+  if (thread == 0) plan[0] = RowWork{};
+#pragma unroll
+  for (int k = 0; k < kItems; ++k)
+    if (first + k < groups) plan[first + k + 1] = before + items[k];
+  __syncthreads();
+  if (blockIdx.x == 0)
+    for (std::int64_t i = thread; i <= groups; i += kSegmentThreads) L.plan[i] = plan[i];
 }
 
 // Where item `u` of a plan field lies: the row that owns it and the work of the rows before that row.
@@ -123,12 +174,13 @@ struct GroupOffsets {
 
 // Called by the whole warp with the same u < plan[groups].*field: finds the group, then scans the RowWork of the
 // group's rows, 32 at a time, until the row whose range of the field holds u. The group's offsets and its plan
-// entry load together, so the lookup is the search's round trips plus one.
-template <typename OffsetT>
+// entry load together, so the lookup is the search's round trips plus one (just one when the first-pass kernel
+// searches its shared copy: plan_of).
+template <bool kFirstPass, typename OffsetT>
 __device__ __forceinline__ RowLocation locate_row(const SegmentLayout<OffsetT>& L, std::int64_t u,
                                                   std::int64_t RowWork::*field) {
-  const std::int64_t group = find_group(L.plan, row_groups(L.batch), u, field);
-  RowWork base = L.plan[group];
+  const std::int64_t group = find_group(plan_of<kFirstPass>(L), row_groups(L.batch), u, field);
+  RowWork base = plan_of<kFirstPass>(L)[group];
   const GroupOffsets<OffsetT> rows(L, group);
 #pragma unroll
   for (int j = 0; j < GroupOffsets<OffsetT>::kBatches; ++j) {
@@ -295,7 +347,7 @@ __device__ __forceinline__ void combine_unit(const SegmentLayout<OffsetT>& L, st
   const SegmentGeometry& g = L.geometry;
   const std::int64_t D = g.inner;
   const int lane = lane_id();
-  const RowLocation at = locate_row(L, u, &RowWork::combine_units);
+  const RowLocation at = locate_row<false>(L, u, &RowWork::combine_units);
   const std::int64_t b = at.row;
   const std::int64_t tile = u - at.before.combine_units;
   std::int64_t begin = 0, length = 0;
@@ -322,24 +374,32 @@ __device__ __forceinline__ void combine_unit(const SegmentLayout<OffsetT>& L, st
   if (narrow ? phase == 0 : active) finish(b, col, acc, length, first);
 }
 
-// Threads per block of every segment kernel.
-constexpr int kSegmentThreads = 256;
-
-// Blocks for a persistent segment kernel that walks `warp_items` warp-sized items.
+// Blocks for a persistent segment kernel that walks `warp_items` warp-sized items, with `shared_bytes` of
+// dynamic shared memory per block.
 template <typename Kernel>
-inline Status persistent_grid(Kernel kernel, std::int64_t warp_items, unsigned& blocks) {
-  return resident_grid_size(kernel, kSegmentThreads, warp_items, kSegmentThreads / kWarpSize, blocks);
+inline Status persistent_grid(Kernel kernel, std::int64_t warp_items, unsigned& blocks, std::size_t shared_bytes = 0) {
+  return resident_grid_size(kernel, kSegmentThreads, warp_items, kSegmentThreads / kWarpSize, blocks, shared_bytes);
 }
 
-// The first two launches of every segment op: its row pass (`rows_kernel`, a kernel calling row_pass, which
-// finishes the tiny and empty rows and writes group_work), then the plan scan of group_work.
+// Dynamic shared memory of the first-pass kernel: stage_plan's copy of the plan, or none.
+inline std::size_t first_pass_shared_bytes(std::int64_t batch) {
+  return plan_scanned_in_kernel(batch) ? static_cast<std::size_t>(row_groups(batch) + 1) * sizeof(RowWork) : 0;
+}
+
+// The first launches of every segment op: its row pass (`rows_kernel`, a kernel calling row_pass, which
+// finishes the tiny and empty rows and writes group_work), then, for plans of more than kKernelPlanGroups
+// groups, CUB's scan of group_work into the plan (smaller plans are scanned by the first-pass kernel).
+// `zeroed_words`: 4-byte words the rows kernel also zeroes (softmax's arrival counters), a warp per 1024, so
+// that the grid covers them too.
 template <typename Args, typename OffsetT>
 inline Status build_plan(void (*rows_kernel)(Args), const Args& args, const SegmentLayout<OffsetT>& L,
-                         const char* kernel_name, cudaStream_t stream) {
+                         const char* kernel_name, cudaStream_t stream, std::int64_t zeroed_words = 0) {
   unsigned blocks = 0;
-  RAGGED_RETURN_IF_ERROR(persistent_grid(rows_kernel, row_groups(L.batch), blocks));
+  const std::int64_t warp_items = std::max(row_groups(L.batch), (zeroed_words + 1023) / 1024);
+  RAGGED_RETURN_IF_ERROR(persistent_grid(rows_kernel, warp_items, blocks));
   rows_kernel<<<blocks, kSegmentThreads, 0, stream>>>(args);
   RAGGED_RETURN_IF_ERROR(check_launch(kernel_name));
+  if (plan_scanned_in_kernel(L.batch)) return Status::kSuccess;
   std::size_t bytes = L.cub_temp_bytes;
   return launch_segment_plan(L.cub_temp, bytes, L.group_work, row_groups(L.batch), L.plan, stream);
 }

@@ -90,6 +90,13 @@ constexpr std::int64_t kRowsPerGroup = 128;
 
 RAGGED_HOST_DEVICE std::int64_t row_groups(std::int64_t batch) { return (batch + kRowsPerGroup - 1) / kRowsPerGroup; }
 
+// Plans of at most this many groups (131072 rows) are scanned by each block of the first-pass kernel, into its
+// shared memory (32 bytes a group), instead of by a CUB scan between the row pass and that kernel: it saves the
+// scan's launches, and the units' group search then runs in shared memory rather than through L2.
+constexpr std::int64_t kKernelPlanGroups = 1024;
+
+RAGGED_HOST_DEVICE bool plan_scanned_in_kernel(std::int64_t batch) { return row_groups(batch) <= kKernelPlanGroups; }
+
 RAGGED_HOST_DEVICE std::int64_t chunks_of(std::int64_t length, const SegmentGeometry& g) {
   return (length + g.chunk_tokens - 1) / g.chunk_tokens;
 }

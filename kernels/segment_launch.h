@@ -30,12 +30,12 @@ struct SegmentLayout {
   SegmentGeometry geometry;
   RowWork* group_work = nullptr;  // [row_groups(batch)]: the row pass's sum of RowWork per group of rows
   RowWork* plan = nullptr;        // [row_groups(batch) + 1]: plan[0] = 0, plan[g + 1] = plan[g] + group_work[g]
-  void* cub_temp = nullptr;       // the plan scan's CUB storage
+  void* cub_temp = nullptr;       // the plan scan's CUB storage (none when plan_scanned_in_kernel(batch))
   std::size_t cub_temp_bytes = 0;
   std::int64_t partial_capacity = 0;  // chunks the partial arrays hold (each chunk: D entries)
 };
 
-// The plan: plan[0] = 0 and the inclusive scan of the `groups` entries of group_work into plan + 1. With
+// plan[0] = 0 and CUB's inclusive scan of the `groups` entries of group_work into plan + 1. With
 // d_cub_temp == nullptr only sets cub_temp_bytes.
 Status launch_segment_plan(void* d_cub_temp, std::size_t& cub_temp_bytes, const RowWork* d_group_work,
                            std::int64_t groups, RowWork* d_plan, cudaStream_t stream);
@@ -80,7 +80,7 @@ struct SegmentSoftmaxArgs {
   float* partial_a = nullptr;  // [partial_capacity * D] running max (forward) or sum (backward)
   float* partial_b = nullptr;  // [partial_capacity * D] sum of exponentials (forward only)
   // [partial_capacity * tiles]: first-pass units finished per (row, column tile) of the rows that finish
-  // locally (finishes_locally), indexed by the row's first partial. The launcher zeroes it.
+  // locally (finishes_locally), indexed by the row's first partial. The row pass zeroes it.
   int* arrivals = nullptr;
 };
 

@@ -1,9 +1,10 @@
 // Segment reductions (sum, mean, max, min with arg) and their backward pass.
 //
-// Four launches (segment_geometry.h describes the split): the row pass finishes the tiny and empty rows and sums
-// the other rows' work per group of rows; the plan scans those sums; a persistent kernel walks the (chunk, tile)
-// units of the plan, where a row that fits one unit is finished by its warp and a longer row leaves one partial
-// per chunk; the combine kernel merges the partials in chunk order. The order in which a row's elements are
+// Three launches, or four for more than 131072 rows (segment_geometry.h describes the split): the row pass
+// finishes the tiny and empty rows and sums the other rows' work per group of rows; the plan scans those sums
+// (each block of the next kernel does, or a CUB scan for many groups); a persistent kernel walks the (chunk,
+// tile) units of the plan, where a row that fits one unit is finished by its warp and a longer row leaves one
+// partial per chunk; the combine kernel merges the partials in chunk order. The order in which a row's elements are
 // added depends only on its length and D, so results are deterministic and do not depend on the other rows of
 // the batch.
 #include "launch.cuh"
@@ -153,7 +154,7 @@ __device__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   const std::int64_t D = g.inner;
-  const RowLocation at = locate_row(L, u, &RowWork::units);
+  const RowLocation at = locate_row<true>(L, u, &RowWork::units);
   const std::int64_t b = at.row;
   const std::int64_t local = u - at.before.units;
   const std::int64_t chunk = local / g.tiles;
@@ -218,7 +219,8 @@ template <typename T, typename OffsetT, typename Acc, int V>
 __global__ void __launch_bounds__(kThreads)
     segment_reduce_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t total = L.plan[row_groups(L.batch)].units;
+  stage_plan(L);
+  const std::int64_t total = plan_of<true>(L)[row_groups(L.batch)].units;
   for (std::int64_t u = global_warp(); u < total; u += total_warps()) reduce_unit<T, OffsetT, Acc, V>(a, u);
 }
 
@@ -245,8 +247,9 @@ Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream
   unsigned blocks = 0;
   // Work bounds known on the host: every row's units fit in (nnz / chunk + rows) * tiles.
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_kernel<T, OffsetT, Acc, V>, units, blocks));
-  segment_reduce_kernel<T, OffsetT, Acc, V><<<blocks, kThreads, 0, stream>>>(a);
+  const std::size_t shared = first_pass_shared_bytes(L.batch);
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_kernel<T, OffsetT, Acc, V>, units, blocks, shared));
+  segment_reduce_kernel<T, OffsetT, Acc, V><<<blocks, kThreads, shared, stream>>>(a);
   RAGGED_RETURN_IF_ERROR(check_launch("segment_reduce_kernel"));
   const std::int64_t combine_units = (L.nnz / g.chunk_tokens + 1) * g.combine_tiles;
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_combine_kernel<T, OffsetT, Acc>, combine_units, blocks));
@@ -321,9 +324,10 @@ __global__ void __launch_bounds__(kThreads)
   const SegmentGeometry& g = L.geometry;
   const std::int64_t D = g.inner;
   const bool routed = a.op == ReduceOp::kMax || a.op == ReduceOp::kMin;
-  const std::int64_t total = L.plan[row_groups(L.batch)].units;
+  stage_plan(L);
+  const std::int64_t total = plan_of<true>(L)[row_groups(L.batch)].units;
   for (std::int64_t unit = global_warp(); unit < total; unit += total_warps()) {
-    const RowLocation at = locate_row(L, unit, &RowWork::units);
+    const RowLocation at = locate_row<true>(L, unit, &RowWork::units);
     const std::int64_t b = at.row;
     const std::int64_t local = unit - at.before.units;
     const LaneSlot slot = lane_slot(g, local % g.tiles);
@@ -359,8 +363,9 @@ Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStrea
                                     "segment_reduce_backward_rows_kernel", stream));
   unsigned blocks = 0;
   const std::int64_t units = (L.nnz / L.geometry.chunk_tokens + std::min(L.batch, L.nnz)) * L.geometry.tiles;
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_backward_kernel<T, OffsetT, V>, units, blocks));
-  segment_reduce_backward_kernel<T, OffsetT, V><<<blocks, kThreads, 0, stream>>>(a);
+  const std::size_t shared = first_pass_shared_bytes(L.batch);
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_backward_kernel<T, OffsetT, V>, units, blocks, shared));
+  segment_reduce_backward_kernel<T, OffsetT, V><<<blocks, kThreads, shared, stream>>>(a);
   return check_launch("segment_reduce_backward_kernel");
 }
 

@@ -343,6 +343,10 @@ __device__ void merge_locally(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int6
 template <typename Op, typename T, typename OffsetT>
 __global__ void __launch_bounds__(kThreads)
     segment_softmax_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  // The first pass's arrival counters start at zero; zeroing them here saves a memset launch.
+  const std::int64_t arrivals = a.layout.partial_capacity * a.layout.geometry.tiles;
+  for (std::int64_t i = global_warp() * kWarpSize + lane_id(); i < arrivals; i += total_warps() * kWarpSize)
+    a.arrivals[i] = 0;
   row_pass(
       a.layout,
       [&](std::int64_t, std::int64_t begin, std::int64_t length) { return softmax_tiny_head<Op>(a, begin, length); },
@@ -358,7 +362,8 @@ template <typename Op, typename T, typename OffsetT, int V, bool kLog>
 __global__ void __launch_bounds__(kThreads, 2)
     segment_softmax_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t total = L.plan[row_groups(L.batch)].units;
+  stage_plan(L);
+  const std::int64_t total = plan_of<true>(L)[row_groups(L.batch)].units;
   const std::int64_t tiles = L.geometry.tiles;
   // A warp that completes a locally finished (row, tile) writes its chunks before taking the next unit. One
   // normalize_unit call site for both passes keeps the kernel at one inlined copy of it (registers).
@@ -375,7 +380,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (++finish_chunk == finish_chunks) finish_row = -1;
     } else {
       if (u >= total) break;
-      const RowLocation at = locate_row(L, u, &RowWork::units);
+      const RowLocation at = locate_row<true>(L, u, &RowWork::units);
       b = at.row;
       local = u - at.before.units;
       first_partial = at.before.partials;
@@ -402,7 +407,7 @@ __global__ void __launch_bounds__(kThreads)
   // its size), and the start of this pass re-reads them from there. The order changes no result.
   for (std::int64_t i = global_warp(); i < total; i += total_warps()) {
     const std::int64_t u = total - 1 - i;
-    const RowLocation at = locate_row(L, u, &RowWork::second_units);
+    const RowLocation at = locate_row<false>(L, u, &RowWork::second_units);
     normalize_unit<Op, T, OffsetT, V, kLog>(a, at.row, u - at.before.second_units, at.before.partials,
                                            Pass::kSecond);
   }
@@ -431,16 +436,13 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stre
   if (g.chunk_tokens != static_cast<std::int64_t>(g.phases) * (Op::kFloatsPerLane / V) * g.sweeps ||
       (g.sweeps > 1 && !kMaySweep<Op, T, V>))
     return fail(Status::kInvalidArgument, "segment_softmax: geometry does not match the kernel's register tile");
-  RAGGED_RETURN_IF_ERROR(
-      build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L, "segment_softmax_rows_kernel", stream));
-  const std::size_t arrival_bytes = static_cast<std::size_t>(L.partial_capacity * g.tiles) * sizeof(int);
-  if (arrival_bytes > 0)
-    RAGGED_RETURN_IF_ERROR(
-        from_cuda(cudaMemsetAsync(a.arrivals, 0, arrival_bytes, stream), "cudaMemsetAsync(arrivals)"));
+  RAGGED_RETURN_IF_ERROR(build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L, "segment_softmax_rows_kernel",
+                                    stream, L.partial_capacity * g.tiles));
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
   unsigned blocks = 0;
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_kernel<Op, T, OffsetT, V, kLog>, units, blocks));
-  segment_softmax_kernel<Op, T, OffsetT, V, kLog><<<blocks, kThreads, 0, stream>>>(a);
+  const std::size_t shared = first_pass_shared_bytes(L.batch);
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_kernel<Op, T, OffsetT, V, kLog>, units, blocks, shared));
+  segment_softmax_kernel<Op, T, OffsetT, V, kLog><<<blocks, kThreads, shared, stream>>>(a);
   RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_kernel"));
   const std::int64_t combine_units = (L.nnz / g.chunk_tokens + 1) * g.combine_tiles;
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_combine_kernel<Op, T, OffsetT>, combine_units, blocks));

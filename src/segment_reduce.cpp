@@ -67,11 +67,12 @@ void carve_arrivals(detail::WorkspaceLayout& layout, const Geometries& gs, std::
   scratch.arrivals = layout.take_array<int>(std::max(scratch.capacity * gs.g.tiles, other));
 }
 
-// The pieces every segment op needs: group sums, plan and the plan scan's storage.
+// The pieces every segment op needs: group sums, plan and, where CUB scans the plan, its storage.
 Status carve_plan(detail::WorkspaceLayout& layout, std::int64_t batch, SegmentScratch& scratch) {
   const std::int64_t groups = detail::row_groups(batch);
   scratch.group_work = layout.take_array<RowWork>(groups);
   scratch.plan = layout.take_array<RowWork>(groups + 1);
+  if (detail::plan_scanned_in_kernel(batch)) return Status::kSuccess;
   RAGGED_RETURN_IF_ERROR(detail::launch_segment_plan(nullptr, scratch.cub_bytes, nullptr, groups, nullptr, nullptr));
   scratch.cub = layout.take(scratch.cub_bytes);
   return Status::kSuccess;

@@ -77,11 +77,12 @@ inline std::vector<std::int64_t> one_row_holds_all(std::mt19937_64& rng, std::in
 // Thousands of rows (the plan has one entry per 128 rows, so finding a work item's row takes several steps of the
 // warp-wide search), mostly of 0..2 tokens, with long rows scattered among them (single- and multi-chunk, and
 // for softmax some past the local-finish limit) and runs of 1024 rows with none.
-inline std::vector<std::int64_t> scattered_long_rows(std::mt19937_64& rng, std::int64_t inner) {
-  const std::int64_t rows = std::max<std::int64_t>(300, 20000 / std::max<std::int64_t>(1, inner / 16));
+inline std::vector<std::int64_t> scattered_long_rows(std::mt19937_64& rng, std::int64_t inner,
+                                                     std::int64_t rows = 0, double long_fraction = 0.003) {
+  if (rows == 0) rows = std::max<std::int64_t>(300, 20000 / std::max<std::int64_t>(1, inner / 16));
   std::uniform_int_distribution<std::int64_t> tiny(0, 2);
   std::uniform_int_distribution<std::int64_t> long_length(3, 40000 / inner + 3);
-  std::bernoulli_distribution is_long(0.003);
+  std::bernoulli_distribution is_long(long_fraction);
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(rows));
   for (std::int64_t i = 0; i < rows; ++i) {
     const bool quiet = (i / 1024) % 3 == 1;
@@ -89,6 +90,10 @@ inline std::vector<std::int64_t> scattered_long_rows(std::mt19937_64& rng, std::
   }
   return lengths;
 }
+
+// Rows past the 1024 groups of 128 whose plan the first-pass kernel scans itself (kernels/segment_geometry.h,
+// kKernelPlanGroups): the plan is then scanned by CUB between the row pass and that kernel.
+constexpr std::int64_t kRowsPastKernelPlan = 1024 * 128 + 9000;
 
 inline std::vector<LengthSet> length_sets(std::mt19937_64& rng, std::int64_t inner) {
   std::vector<LengthSet> sets;

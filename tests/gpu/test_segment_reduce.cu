@@ -141,6 +141,18 @@ TEMPLATE_TEST_CASE("segment_reduce on the device matches the CPU reference", "[s
   }
 }
 
+TEMPLATE_TEST_CASE("segment_reduce on the device: a plan too large for the first-pass kernel to scan",
+                   "[segment][gpu]", F32_I32, F32_I64, BF16_I32) {
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(409);
+  for (std::int64_t inner : {1, 3}) {
+    const auto lengths = scattered_long_rows(rng, inner, kRowsPastKernelPlan, 0.0003);
+    INFO("batch " << lengths.size() << ", inner " << inner);
+    check_all_ops(test::random_ragged<T, OffsetT>(lengths, inner, rng), -1.5f, rng);
+  }
+}
+
 TEMPLATE_TEST_CASE("segment_reduce on the device: NaN, ties and signed zeros", "[segment][gpu]", F32_I32, F32_I64,
                    F16_I32, F16_I64, BF16_I32, BF16_I64) {
   using T = typename TestType::Value;

@@ -127,6 +127,18 @@ TEMPLATE_TEST_CASE("segment_softmax on the device matches the CPU reference", "[
   }
 }
 
+TEMPLATE_TEST_CASE("segment_softmax on the device: a plan too large for the first-pass kernel to scan",
+                   "[segment][gpu]", F32_I32, F32_I64, BF16_I32) {
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(510);
+  for (std::int64_t inner : {1, 3}) {
+    const auto lengths = scattered_long_rows(rng, inner, kRowsPastKernelPlan, 0.0003);
+    INFO("batch " << lengths.size() << ", inner " << inner);
+    check_softmax(test::random_ragged<T, OffsetT>(lengths, inner, rng, kSpareRows), rng);
+  }
+}
+
 TEMPLATE_TEST_CASE("segment_softmax rows on both sides of the local-finish limit", "[segment][gpu]", F32_I32,
                    BF16_I64) {
   // Rows of 2 .. kLocalFinishChunks chunks are finished by the warp that completes their last chunk; longer ones
