@@ -91,9 +91,12 @@ inline std::vector<std::int64_t> scattered_long_rows(std::mt19937_64& rng, std::
   return lengths;
 }
 
-// Rows past the 1024 groups of 128 whose plan the first-pass kernel scans itself (kernels/segment_geometry.h,
-// kKernelPlanGroups): the plan is then scanned by CUB between the row pass and that kernel.
-constexpr std::int64_t kRowsPastKernelPlan = 1024 * 128 + 9000;
+// More rows than the 1024 groups of 128 whose plan the first-pass kernel scans itself (kernels/segment_geometry.h,
+// kKernelPlanGroups), so that CUB scans the plan between the row pass and that kernel; long rows ten times rarer
+// than in scattered_long_rows keep the values near 1M elements.
+inline std::vector<std::int64_t> rows_past_kernel_plan(std::mt19937_64& rng, std::int64_t inner) {
+  return scattered_long_rows(rng, inner, 1024 * 128 + 9000, 0.0003);
+}
 
 inline std::vector<LengthSet> length_sets(std::mt19937_64& rng, std::int64_t inner) {
   std::vector<LengthSet> sets;

@@ -147,7 +147,7 @@ TEMPLATE_TEST_CASE("segment_reduce on the device: a plan too large for the first
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(409);
   for (std::int64_t inner : {1, 3}) {
-    const auto lengths = scattered_long_rows(rng, inner, kRowsPastKernelPlan, 0.0003);
+    const auto lengths = rows_past_kernel_plan(rng, inner);
     INFO("batch " << lengths.size() << ", inner " << inner);
     check_all_ops(test::random_ragged<T, OffsetT>(lengths, inner, rng), -1.5f, rng);
   }
