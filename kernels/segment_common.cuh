@@ -64,7 +64,7 @@ __device__ __forceinline__ std::int64_t total_warps() {
 
 __device__ __forceinline__ RowWork shfl_row_work(const RowWork& w, int src) {
   return RowWork{__shfl_sync(0xffffffffu, w.units, src), __shfl_sync(0xffffffffu, w.partials, src),
-                 __shfl_sync(0xffffffffu, w.combine_units, src), __shfl_sync(0xffffffffu, w.second_units, src)};
+                 __shfl_sync(0xffffffffu, w.second_units, src)};
 }
 
 // Inclusive scan of w over the lanes of the warp (lane order).
@@ -88,7 +88,7 @@ __device__ __forceinline__ std::int64_t find_group(const RowWork* plan, std::int
 // The first-pass kernel is the one that walks the units right after the row pass. For a plan of at most
 // kKernelPlanGroups groups, every block of it scans group_work into its shared memory first (stage_plan): no CUB
 // launches between the row pass and the kernel, and a unit's group search costs no memory round trip. Block 0
-// also writes the plan to L.plan for the kernels after it (combine, second pass). A larger plan was scanned by
+// also writes the plan to L.plan for the kernel after it (softmax's second pass). A larger plan was scanned by
 // CUB (build_plan) and stays in L.plan.
 __device__ __forceinline__ RowWork* shared_plan() {
   // RowWork has a constructor, which a shared-memory variable may not have: raw words, viewed as RowWork.
@@ -246,10 +246,17 @@ __device__ __forceinline__ void walk_tiny(std::int64_t length, const TinyHead<El
   }
 }
 
+// Arrival counters of the merge trees (merge_tile_partials): the row pass zeroes them, a warp per 1024.
+template <typename OffsetT>
+RAGGED_HOST_DEVICE std::int64_t arrival_words(const SegmentLayout<OffsetT>& L) {
+  return L.arrivals == nullptr ? 0 : L.partial_capacity * L.geometry.tiles;
+}
+
 // The row pass, a warp per group of kRowsPerGroup rows (grid-stride), kWarpSize rows at a time with a lane per
 // row. A tiny non-empty row is finished by its lane, tiny(b, begin, length, head) (lanes diverge there); the
 // empty rows of each 32 are handed to the whole warp, empty(first, mask) (bit i: row first + i). The RowWork of
-// the other rows is summed into the group's entry of group_work, which the plan scans.
+// the other rows is summed into the group's entry of group_work, which the plan scans. It also zeroes the
+// arrival counters.
 // The many-tiny-rows regime is latency-bound (offsets -> values -> store per row), so a group takes two memory
 // round trips, not one per 32 rows: all its offsets first (one per lane per 32 rows plus the group's end; a
 // row's end comes from the next lane by a shuffle), then, for every tiny row of the group at once,
@@ -261,6 +268,11 @@ __device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, LoadHe
   constexpr int kBatches = GroupOffsets<OffsetT>::kBatches;
   using Head = decltype(load_head(std::int64_t{}, std::int64_t{}, std::int64_t{}));
   const int lane = lane_id();
+  // The merge trees' counters start at zero: zeroing them here saves a memset launch (build_plan sizes the grid
+  // to cover them).
+  const std::int64_t words = arrival_words(L);
+  for (std::int64_t i = global_warp() * kWarpSize + lane; i < words; i += total_warps() * kWarpSize)
+    L.arrivals[i] = 0;
   const std::int64_t groups = row_groups(L.batch);
   for (std::int64_t group = global_warp(); group < groups; group += total_warps()) {
     const GroupOffsets<OffsetT> rows(L, group);
@@ -312,66 +324,80 @@ __device__ __forceinline__ LaneSlot lane_slot(const SegmentGeometry& g, std::int
   return LaneSlot{vcol, 0, vcol < g.vcols};
 }
 
-// acc.merge(load(0)), ..., acc.merge(load(n - 1)), in that order, loading kMergeLoads partials at a time: their
-// loads are independent, but a loop that merges each as it arrives waits one round trip per partial (nvcc does
-// not unroll it), which for one huge row is hundreds of L2 round trips on one warp after the main pass.
-// Full groups load without checks and the last one repeats load(n - 1) past the end: with predicated loads, or
-// a clamped index per load, ptxas interleaved the loads with the merges, a round trip apart again.
-constexpr int kMergeLoads = 16;
-
-template <typename Acc, typename Load>
-__device__ __forceinline__ void merge_group(Acc& acc, std::int64_t i0, int count, Load load) {
-  Acc x[kMergeLoads];
-#pragma unroll
-  for (int j = 0; j < kMergeLoads; ++j) x[j] = load(i0 + (j < count ? j : count - 1));
-#pragma unroll
-  for (int j = 0; j < kMergeLoads; ++j)
-    if (j < count) acc.merge(x[j]);
+// The columns [col0, col1) of column tile `tile` of a unit: all D when the warp spans them (narrow), else 32
+// vectors.
+__device__ __forceinline__ void tile_columns(const SegmentGeometry& g, std::int64_t tile, std::int64_t& col0,
+                                             std::int64_t& col1) {
+  col0 = g.narrow ? 0 : tile * kWarpSize * g.vec;
+  col1 = g.narrow ? g.inner : min(g.inner, col0 + kWarpSize * g.vec);
 }
 
-template <typename Acc, typename Load>
-__device__ __forceinline__ void merge_in_order(Acc& acc, std::int64_t n, Load load) {
-  std::int64_t i0 = 0;
-  for (; i0 + kMergeLoads <= n; i0 += kMergeLoads) merge_group(acc, i0, kMergeLoads, load);
-  if (i0 < n) merge_group(acc, i0, static_cast<int>(n - i0), load);
-}
+// Partials a lane loads at once when merging. They are independent, but a loop that merges each as it arrives
+// waits one round trip per partial. 16 at once (a node's children) inlined into the unit kernels cost up to 100
+// more registers (float sum 80 -> 128, float max 95 -> 186, half max 128 -> 182; ptxas, sm_90), losing blocks
+// per SM in the kernels that stream the data; 4 keep every unit kernel at its former blocks per SM.
+constexpr int kMergeBatch = 4;
 
-// The combine step shared by every segment op, called by the whole warp: merges, in chunk order, the partials of
-// the multi-chunk row that owns combine unit `u` (lanes take (column, phase) pairs for D <= 32, else one column
-// of a 32-column tile each), then calls finish(b, col, acc, length, first) on the lane that holds each column's
-// result (first: the row's first partial slot).
-// `load(at)` reads the partial at flat index `at` = chunk * D + col. Acc needs merge() and shfl().
-template <typename Acc, typename OffsetT, typename Load, typename Finish>
-__device__ __forceinline__ void combine_unit(const SegmentLayout<OffsetT>& L, std::int64_t u, Load load,
-                                             Finish finish) {
-  const SegmentGeometry& g = L.geometry;
-  const std::int64_t D = g.inner;
-  const int lane = lane_id();
-  const RowLocation at = locate_row<false>(L, u, &RowWork::combine_units);
-  const std::int64_t b = at.row;
-  const std::int64_t tile = u - at.before.combine_units;
-  std::int64_t begin = 0, length = 0;
-  row_extent(L.offsets, b, L.nnz, begin, length);
-  const std::int64_t chunks = chunks_of(length, g);
-  const std::int64_t first = at.before.partials;
-  const bool narrow = D <= kWarpSize;
-  const std::int64_t col = narrow ? lane % D : tile * kWarpSize + lane;
-  const int phase = narrow ? lane / static_cast<int>(D) : 0;
-  const bool active = narrow ? phase < g.combine_phases : col < D;
-  Acc acc;
-  if (active) {
-    // This lane's chunks: k = phase, phase + combine_phases, ... below the row's chunks and the workspace.
-    const std::int64_t last = min(chunks, L.partial_capacity - first);
-    const std::int64_t n = phase < last ? (last - phase + g.combine_phases - 1) / g.combine_phases : 0;
-    const std::int64_t base = (first + phase) * D + col, stride = g.combine_phases * D;
-    merge_in_order(acc, n, [&](std::int64_t i) { return load(base + i * stride); });
+// acc.merge(load(0)), ..., acc.merge(load(count - 1)), in that order, kMergeBatch loads issued before their
+// merges. The last batch repeats load(count - 1) past the end: with predicated loads, or a clamped index per
+// load, ptxas interleaved the loads with the merges, a round trip apart again.
+template <typename Acc, typename Load>
+__device__ __forceinline__ void merge_in_order(Acc& acc, int count, Load load) {
+#pragma unroll 1
+  for (int j0 = 0; j0 < count; j0 += kMergeBatch) {
+    Acc x[kMergeBatch];
+#pragma unroll
+    for (int j = 0; j < kMergeBatch; ++j) x[j] = load(j0 + j < count ? j0 + j : count - 1);
+#pragma unroll
+    for (int j = 0; j < kMergeBatch; ++j)
+      if (j0 + j < count) acc.merge(x[j]);
   }
-  if (narrow)
-    for (int q = 1; q < g.combine_phases; ++q) {
-      const Acc other = acc.shfl(static_cast<int>(col + q * D));
-      if (phase == 0) acc.merge(other);
-    }
-  if (narrow ? phase == 0 : active) finish(b, col, acc, length, first);
+}
+
+// One node of a merge tree: for each column col0 + lane, col0 + lane + 32, ... below col1, merges its
+// `children` (<= kMergeFanIn) children at partial slots slot0 + k * span in order, then store(acc, slot0 * D +
+// col), or root(col, acc) at the root. Called by the whole warp.
+template <typename Acc, typename Load, typename Store, typename Root>
+__device__ __forceinline__ void merge_node(Load load, Store store, Root root, std::int64_t slot0, std::int64_t span,
+                                           int children, std::int64_t D, std::int64_t col0, std::int64_t col1,
+                                           bool is_root) {
+  for (std::int64_t col = col0 + lane_id(); col < col1; col += kWarpSize) {
+    Acc acc;
+    merge_in_order(acc, children, [&](int k) { return load((slot0 + k * span) * D + col); });
+    if (is_root) root(col, acc);
+    else store(acc, slot0 * D + col);
+  }
+  __syncwarp();
+}
+
+// The merge tree (segment_geometry.h, climb_merge_tree) of one (row, column tile), run by a warp that has just
+// stored the partials of its chunk `chunk` of `chunks` >= 2 for the tile's columns. The row's partials sit in
+// slots first .. first + chunks - 1 (a slot holds D columns: `load(at)` / `store(acc, at)` at at = slot * D +
+// column; loads must bypass L1, other SMs wrote them), its counters at L.arrivals[(first + c) * tiles + tile].
+// Inner nodes are stored to their slot; the root's column results go to root(col, acc). Returns true
+// (warp-uniform) when this warp merged the root. Called by the whole warp.
+// The arrival is CUDA's threadfence reduction: publish, count; the last arrival fences before it reads, so it
+// sees every sibling's stores. The counters pick the warp, never the order.
+template <typename Acc, typename OffsetT, typename Load, typename Store, typename Root>
+__device__ __forceinline__ bool merge_tile_partials(const SegmentLayout<OffsetT>& L, std::int64_t tile,
+                                                    std::int64_t first, std::int64_t chunk, std::int64_t chunks,
+                                                    Load load, Store store, Root root) {
+  const SegmentGeometry& g = L.geometry;
+  std::int64_t col0 = 0, col1 = 0;
+  tile_columns(g, tile, col0, col1);
+  auto arrive = [&](std::int64_t counter) {
+    __threadfence();
+    __syncwarp();
+    int arrived = 0;
+    if (lane_id() == 0) arrived = atomicAdd(L.arrivals + (first + counter) * g.tiles + tile, 1);
+    return __shfl_sync(0xffffffffu, arrived, 0);
+  };
+  auto merge = [&](std::int64_t child0, std::int64_t span, std::int64_t children, bool is_root) {
+    __threadfence();
+    merge_node<Acc>(load, store, root, first + child0, span, static_cast<int>(children), g.inner, col0, col1,
+                    is_root);
+  };
+  return climb_merge_tree(chunk, chunks, arrive, merge);
 }
 
 // Blocks for a persistent segment kernel that walks `warp_items` warp-sized items, with `shared_bytes` of
@@ -387,15 +413,14 @@ inline std::size_t first_pass_shared_bytes(std::int64_t batch) {
 }
 
 // The first launches of every segment op: its row pass (`rows_kernel`, a kernel calling row_pass, which
-// finishes the tiny and empty rows and writes group_work), then, for plans of more than kKernelPlanGroups
-// groups, CUB's scan of group_work into the plan (smaller plans are scanned by the first-pass kernel).
-// `zeroed_words`: 4-byte words the rows kernel also zeroes (softmax's arrival counters), a warp per 1024, so
-// that the grid covers them too.
+// finishes the tiny and empty rows, writes group_work and zeroes the arrival counters), then, for plans of more
+// than kKernelPlanGroups groups, CUB's scan of group_work into the plan (smaller plans are scanned by the
+// first-pass kernel).
 template <typename Args, typename OffsetT>
 inline Status build_plan(void (*rows_kernel)(Args), const Args& args, const SegmentLayout<OffsetT>& L,
-                         const char* kernel_name, cudaStream_t stream, std::int64_t zeroed_words = 0) {
+                         const char* kernel_name, cudaStream_t stream) {
   unsigned blocks = 0;
-  const std::int64_t warp_items = std::max(row_groups(L.batch), (zeroed_words + 1023) / 1024);
+  const std::int64_t warp_items = std::max(row_groups(L.batch), (arrival_words(L) + 1023) / 1024);
   RAGGED_RETURN_IF_ERROR(persistent_grid(rows_kernel, warp_items, blocks));
   rows_kernel<<<blocks, kSegmentThreads, 0, stream>>>(args);
   RAGGED_RETURN_IF_ERROR(check_launch(kernel_name));

@@ -11,8 +11,9 @@
 //     wide: lane j reads vector column 32 * tile + j of every token of the chunk.
 //   A unit is `sweeps` register tiles of phases * items_per_lane tokens, streamed one after the other (softmax
 //   uses several when a tile alone holds too few tokens per column: see softmax_min_chunk_tokens).
-// - A row of several chunks writes one partial per chunk, combined afterwards in chunk order by "combine units"
-//   (one warp per row and tile of 32 scalar columns).
+// - A row of several chunks writes one partial per chunk (per column tile), merged in the same kernel by a
+//   tree of fixed shape: the warp that completes the last of up to kMergeFanIn siblings merges them
+//   (climb_merge_tree, below).
 // The split needs no host sync: a row pass (a warp per group of kRowsPerGroup rows) finishes the tiny rows and
 // sums the work of the others per group; a scan of those sums is the "plan". A work item is found from it by a
 // warp-wide search over the groups, then a warp scan over the rows of one group. The plan costs a few bytes per
@@ -38,11 +39,9 @@ struct SegmentGeometry {
   std::int64_t tiles = 1;         // column tiles of 32 vectors (wide) or 1
   std::int64_t sweeps = 1;        // register tiles per unit
   std::int64_t chunk_tokens = 1;  // tokens per unit: phases * items_per_lane * sweeps
-  int combine_phases = 1;         // combine over scalar columns: 32 / D when D <= 32, else 1
-  std::int64_t combine_tiles = 1; // ceil(D / 32) when D > 32, else 1
   std::int64_t tiny_tokens = 0;   // rows with 0 < length <= tiny_tokens take the lane-per-row path
-  // Softmax: a row of 2 to local_finish_chunks chunks is finished in the first pass (finishes_locally);
-  // 1 for the reductions, whose multi-chunk rows always go through the combine kernel.
+  // Softmax: a row of 2 to local_finish_chunks chunks is written in the first pass (finishes_locally), longer
+  // ones by a second pass; 1 for the reductions, which have no second pass.
   std::int64_t local_finish_chunks = 1;
 };
 
@@ -60,8 +59,6 @@ inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::i
   const std::int64_t tile_tokens = g.phases * items_per_lane;
   g.sweeps = min_chunk_tokens > tile_tokens ? (min_chunk_tokens + tile_tokens - 1) / tile_tokens : 1;
   g.chunk_tokens = tile_tokens * g.sweeps;
-  g.combine_phases = inner <= kWarpSize ? static_cast<int>(kWarpSize / (inner > 0 ? inner : 1)) : 1;
-  g.combine_tiles = inner <= kWarpSize ? 1 : (inner + kWarpSize - 1) / kWarpSize;
   g.tiny_tokens = inner <= kWarpSize ? kWarpSize / (inner > 0 ? inner : 1) : 0;
   g.local_finish_chunks = local_finish_chunks;
   return g;
@@ -71,16 +68,13 @@ inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::i
 struct RowWork {
   std::int64_t units = 0;          // (chunk, tile) units of the main pass
   std::int64_t partials = 0;       // chunks that write partials (0 unless the row has several chunks)
-  std::int64_t combine_units = 0;  // combine units: rows of several chunks that do not finish locally
-  std::int64_t second_units = 0;   // softmax second-pass units: the units of those same rows
+  std::int64_t second_units = 0;   // softmax second-pass units: the units of rows that do not finish locally
 
   RAGGED_HOST_DEVICE RowWork operator+(const RowWork& o) const {
-    return RowWork{units + o.units, partials + o.partials, combine_units + o.combine_units,
-                   second_units + o.second_units};
+    return RowWork{units + o.units, partials + o.partials, second_units + o.second_units};
   }
   RAGGED_HOST_DEVICE RowWork operator-(const RowWork& o) const {
-    return RowWork{units - o.units, partials - o.partials, combine_units - o.combine_units,
-                   second_units - o.second_units};
+    return RowWork{units - o.units, partials - o.partials, second_units - o.second_units};
   }
 };
 
@@ -91,7 +85,7 @@ constexpr std::int64_t kRowsPerGroup = 128;
 RAGGED_HOST_DEVICE std::int64_t row_groups(std::int64_t batch) { return (batch + kRowsPerGroup - 1) / kRowsPerGroup; }
 
 // Plans of at most this many groups (131072 rows) are scanned by each block of the first-pass kernel, into its
-// shared memory (32 bytes a group), instead of by a CUB scan between the row pass and that kernel: it saves the
+// shared memory (24 bytes a group), instead of by a CUB scan between the row pass and that kernel: it saves the
 // scan's launches, and the units' group search then runs in shared memory rather than through L2.
 constexpr std::int64_t kKernelPlanGroups = 1024;
 
@@ -109,10 +103,10 @@ constexpr std::int64_t softmax_min_chunk_tokens(bool backward, std::size_t elem_
   return static_cast<std::int64_t>(backward ? 8 / elem_size : 32 / elem_size);
 }
 
-// Softmax: a row of several chunks, but at most this many, is finished by the warp that completes its last
-// first-pass unit (per column tile): that warp merges the chunk statistics and writes the row right away, while
-// the row is still in L2 from the first pass, so such rows cost one DRAM read and one write. Longer rows go
-// through the combine and second-pass kernels (two reads: a row that large would not stay in L2 anyway).
+// Softmax: a row of several chunks, but at most this many, is written by the warp that merges its statistics
+// (the root of its merge tree, per column tile) right away, while the row is still in L2 from the first pass,
+// so such rows cost one DRAM read and one write. Longer rows are written by the second-pass kernel (two reads:
+// a row that large would not stay in L2 anyway).
 // 32 chunks are 32 x 1024 elements at D = 1, or 256 (float) to 512 (half) tokens of a 32-vector column tile
 // at wide D.
 constexpr std::int64_t kLocalFinishChunks = 32;
@@ -128,9 +122,8 @@ RAGGED_HOST_DEVICE bool is_tiny(std::int64_t length, const SegmentGeometry& g) {
 RAGGED_HOST_DEVICE RowWork row_work(std::int64_t length, const SegmentGeometry& g) {
   if (is_tiny(length, g)) return RowWork{};
   const std::int64_t chunks = chunks_of(length, g);
-  const bool combined = chunks > 1 && !finishes_locally(chunks, g);
-  return RowWork{chunks * g.tiles, chunks > 1 ? chunks : 0, combined ? g.combine_tiles : 0,
-                 combined ? chunks * g.tiles : 0};
+  const bool second_pass = chunks > 1 && !finishes_locally(chunks, g);  // read by softmax only
+  return RowWork{chunks * g.tiles, chunks > 1 ? chunks : 0, second_pass ? chunks * g.tiles : 0};
 }
 
 // Upper bound of the partial chunks over all rows for nnz rows of values: a row of several chunks has
@@ -138,6 +131,43 @@ RAGGED_HOST_DEVICE RowWork row_work(std::int64_t length, const SegmentGeometry& 
 // against this bound because malformed offsets can make clamped rows overlap.
 inline std::int64_t max_partial_chunks(std::int64_t nnz, const SegmentGeometry& g) {
   return 2 * nnz / g.chunk_tokens + 1;
+}
+
+// The merge tree of a (row, column tile) of `chunks` >= 2 chunks. Level 0 is the chunks' partials; node j of
+// level l + 1 merges nodes jF .. jF + F - 1 of level l (fewer for the last node), in that order, and is stored in
+// the partial slot of its first chunk; the level with one node is the root, the row's result. The shape, and so
+// the order of every merge, depends only on the chunk count, whichever warp runs a merge: results stay
+// deterministic and independent of the batch. Why a tree: merged by one warp after the main pass (the former
+// combine kernel), the partials of one huge row cost an L2 round trip per 16 of them per column: at D = 64 a
+// lane merged all 2048 chunks of a 64 MB float row, 128 trips (~40 us at ~0.3 us, against ~22 us for the data),
+// and softmax's 16K, 1024 trips. The tree runs its merges while the other warps stream, and leaves
+// log_F(chunks) of them after the last chunk (3 for 2048), each F / kMergeBatch = 4 round trips per column
+// plus its fences and atomic (segment_common.cuh).
+// A warp that has stored its chunk climbs: arrive(c) returns how many warps had arrived before it at counter c
+// (its parent's); the last of the parent's children merges them, merge(first, span, children, root) with child
+// k in chunk slot first + k * span, and climbs on. Returns whether this warp merged the root.
+// Counters: the level-1 parents take 0 .. n1 - 1, level 2 the next n2, ...; n1 + n2 + ... < chunks / (F - 1) +
+// levels <= chunks, so a row's counters fit in the range of its partial slots.
+constexpr std::int64_t kMergeFanIn = 16;
+
+RAGGED_HOST_DEVICE std::int64_t merge_parents(std::int64_t nodes) { return (nodes + kMergeFanIn - 1) / kMergeFanIn; }
+
+template <typename Arrive, typename Merge>
+RAGGED_HOST_DEVICE bool climb_merge_tree(std::int64_t chunk, std::int64_t chunks, Arrive arrive, Merge merge) {
+  std::int64_t node = chunk, nodes = chunks, span = 1, counters = 0;
+  while (true) {
+    const std::int64_t parent = node / kMergeFanIn;
+    const std::int64_t first = parent * kMergeFanIn;
+    const std::int64_t children = nodes - first < kMergeFanIn ? nodes - first : kMergeFanIn;
+    if (arrive(counters + parent) != children - 1) return false;
+    const bool root = nodes <= kMergeFanIn;
+    merge(first * span, span, children, root);
+    if (root) return true;
+    counters += merge_parents(nodes);
+    nodes = merge_parents(nodes);
+    node = parent;
+    span *= kMergeFanIn;
+  }
 }
 
 }  // namespace detail

@@ -33,6 +33,9 @@ struct SegmentLayout {
   void* cub_temp = nullptr;       // the plan scan's CUB storage (none when plan_scanned_in_kernel(batch))
   std::size_t cub_temp_bytes = 0;
   std::int64_t partial_capacity = 0;  // chunks the partial arrays hold (each chunk: D entries)
+  // [partial_capacity * tiles]: the merge trees' arrival counters (merge_tile_partials), zeroed by the row pass;
+  // null when the op keeps no partials (reduce backward).
+  int* arrivals = nullptr;
 };
 
 // plan[0] = 0 and CUB's inclusive scan of the `groups` entries of group_work into plan + 1. With
@@ -79,9 +82,6 @@ struct SegmentSoftmaxArgs {
   T* out = nullptr;       // forward: y; backward: dx
   float* partial_a = nullptr;  // [partial_capacity * D] running max (forward) or sum (backward)
   float* partial_b = nullptr;  // [partial_capacity * D] sum of exponentials (forward only)
-  // [partial_capacity * tiles]: first-pass units finished per (row, column tile) of the rows that finish
-  // locally (finishes_locally), indexed by the row's first partial. The row pass zeroes it.
-  int* arrivals = nullptr;
 };
 
 template <typename T, typename OffsetT>

@@ -1,5 +1,5 @@
 // The segment plan of more than kKernelPlanGroups groups: an inclusive scan of the row pass's per-group work sums
-// (units, partial chunks, combine units, second-pass units), on the device so that the work split needs no host
+// (units, partial chunks, second-pass units), on the device so that the work split needs no host
 // sync. (Smaller plans are scanned by the first-pass kernel itself: segment_common.cuh, stage_plan.)
 #include <cub/device/device_scan.cuh>
 

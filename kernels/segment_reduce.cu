@@ -1,12 +1,13 @@
 // Segment reductions (sum, mean, max, min with arg) and their backward pass.
 //
-// Three launches, or four for more than 131072 rows (segment_geometry.h describes the split): the row pass
+// Two launches, or five for more than 131072 rows (segment_geometry.h describes the split): the row pass
 // finishes the tiny and empty rows and sums the other rows' work per group of rows; the plan scans those sums
-// (each block of the next kernel does, or a CUB scan for many groups); a persistent kernel walks the (chunk,
-// tile) units of the plan, where a row that fits one unit is finished by its warp and a longer row leaves one
-// partial per chunk; the combine kernel merges the partials in chunk order. The order in which a row's elements are
-// added depends only on its length and D, so results are deterministic and do not depend on the other rows of
-// the batch.
+// (each block of the next kernel does, or a memset and CUB's two-kernel scan for many groups); a persistent
+// kernel walks the (chunk, tile) units of the plan, where a row that fits one unit is finished by its warp and a
+// longer row leaves one partial per chunk, merged by the row's merge tree in the same kernel (the warp that
+// completes a node's children merges them, in chunk order). The order in which a row's elements are added
+// depends only on its length and D, so results are deterministic and do not depend on the other rows of the
+// batch.
 #include "launch.cuh"
 #include "segment_common.cuh"
 #include "segment_launch.h"
@@ -36,7 +37,9 @@ struct SumAcc {
   }
   __device__ std::int64_t index() const { return -1; }
   __device__ void store(float* value, std::int64_t*, std::int64_t at) const { value[at] = sum; }
-  __device__ static SumAcc load(const float* value, const std::int64_t*, std::int64_t at) { return SumAcc{value[at]}; }
+  __device__ static SumAcc load(const float* value, const std::int64_t*, std::int64_t at) {
+    return SumAcc{__ldcg(value + at)};
+  }
 };
 
 // Max (kMin = false) or min with the index of the winner. The selection is a total order (NaN first, then the
@@ -82,8 +85,8 @@ struct ExtremeAcc {
   }
   __device__ static ExtremeAcc load(const float* value, const std::int64_t* index, std::int64_t at) {
     ExtremeAcc r;
-    r.v = value[at];
-    r.i = index[at];
+    r.v = __ldcg(value + at);
+    r.i = __ldcg(index + at);
     return r;
   }
 };
@@ -203,16 +206,27 @@ __device__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
     }
   }
   const bool holder = g.narrow ? slot.phase == 0 : slot.active;
-  if (!holder) return;
-  if (chunks_of(length, g) == 1) {
+  const std::int64_t chunks = chunks_of(length, g);
+  if (chunks == 1) {
+    if (holder) {
 #pragma unroll
-    for (int v = 0; v < V; ++v) write_result(a, b, slot.vcol * V + v, acc[v], length);
+      for (int v = 0; v < V; ++v) write_result(a, b, slot.vcol * V + v, acc[v], length);
+    }
     return;
   }
-  const std::int64_t partial = at.before.partials + chunk;
-  if (partial >= L.partial_capacity) return;  // only reachable with malformed (overlapping) offsets
+  // Several chunks: store this one's partial, then climb the row's merge tree; the warp that merges its root
+  // writes the row's results for this column tile.
+  const std::int64_t first = at.before.partials;
+  if (first + chunks > L.partial_capacity) return;  // only reachable with malformed (overlapping) offsets
+  if (holder) {
 #pragma unroll
-  for (int v = 0; v < V; ++v) acc[v].store(a.partial_value, a.partial_index, partial * D + slot.vcol * V + v);
+    for (int v = 0; v < V; ++v) acc[v].store(a.partial_value, a.partial_index, (first + chunk) * D + slot.vcol * V + v);
+  }
+  merge_tile_partials<Acc>(
+      L, local % g.tiles, first, chunk, chunks,
+      [&](std::int64_t at) { return Acc::load(a.partial_value, a.partial_index, at); },
+      [&](const Acc& merged, std::int64_t at) { merged.store(a.partial_value, a.partial_index, at); },
+      [&](std::int64_t col, const Acc& merged) { write_result(a, b, col, merged, length); });
 }
 
 template <typename T, typename OffsetT, typename Acc, int V>
@@ -222,20 +236,6 @@ __global__ void __launch_bounds__(kThreads)
   stage_plan(L);
   const std::int64_t total = plan_of<true>(L)[row_groups(L.batch)].units;
   for (std::int64_t u = global_warp(); u < total; u += total_warps()) reduce_unit<T, OffsetT, Acc, V>(a, u);
-}
-
-// Merges the partials of each multi-chunk row in chunk order and writes the row's result.
-template <typename T, typename OffsetT, typename Acc>
-__global__ void __launch_bounds__(kThreads)
-    segment_combine_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
-  const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t total = L.plan[row_groups(L.batch)].combine_units;
-  for (std::int64_t u = global_warp(); u < total; u += total_warps())
-    combine_unit<Acc>(
-        L, u, [&](std::int64_t at) { return Acc::load(a.partial_value, a.partial_index, at); },
-        [&](std::int64_t b, std::int64_t col, const Acc& acc, std::int64_t length, std::int64_t) {
-          write_result(a, b, col, acc, length);
-        });
 }
 
 template <typename T, typename OffsetT, typename Acc, int V>
@@ -250,11 +250,7 @@ Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream
   const std::size_t shared = first_pass_shared_bytes(L.batch);
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_kernel<T, OffsetT, Acc, V>, units, blocks, shared));
   segment_reduce_kernel<T, OffsetT, Acc, V><<<blocks, kThreads, shared, stream>>>(a);
-  RAGGED_RETURN_IF_ERROR(check_launch("segment_reduce_kernel"));
-  const std::int64_t combine_units = (L.nnz / g.chunk_tokens + 1) * g.combine_tiles;
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_combine_kernel<T, OffsetT, Acc>, combine_units, blocks));
-  segment_combine_kernel<T, OffsetT, Acc><<<blocks, kThreads, 0, stream>>>(a);
-  return check_launch("segment_combine_kernel");
+  return check_launch("segment_reduce_kernel");
 }
 
 template <typename T, typename OffsetT, typename Acc>

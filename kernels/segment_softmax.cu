@@ -4,12 +4,12 @@
 // (geometry.sweeps): the warp loads them one after the other and folds each into the unit's statistic (max and
 // sum of exponentials forward, online; sum of dy * y, or of dy, backward). When the row is a single unit it then
 // writes the result, from registers for the last tile and re-reading the others, which it read moments ago (L2):
-// one DRAM read and one write of the data. A row of several chunks stores per-chunk statistics. Up to
-// local_finish_chunks chunks (segment_geometry.h), the warp that completes the last chunk of a (row, column
-// tile) merges them in chunk order and re-reads the chunks to write them while they are still in L2 (an arrival
-// counter per row and tile, as in CUDA's threadfence reduction; the counter only picks the warp, the merge order
-// is fixed). Longer rows: the combine kernel merges, and a second-pass kernel re-reads the row to write it (the
-// plan counts those rows' combine and second-pass units apart, so neither kernel visits the other rows).
+// one DRAM read and one write of the data. A row of several chunks stores per-chunk statistics, merged in the
+// same kernel by the row's merge tree (per column tile; the warp that completes a node's children merges them
+// in chunk order: segment_geometry.h). Up to local_finish_chunks chunks, the warp that merges the root then
+// re-reads the chunks to write them while they are still in L2. Longer rows: a second-pass kernel re-reads the
+// row to write it (the plan counts those rows' units apart, so it visits no other row). Three launches, or six
+// for more than 131072 rows (the plan's memset and CUB scan).
 #include <cmath>
 
 #include "launch.cuh"
@@ -186,12 +186,12 @@ constexpr bool kMaySweep = Op::kFloatsPerLane / V < softmax_min_chunk_tokens(Op:
 enum class Pass {
   kFirst,        // statistic; the output too when the row is one chunk
   kSecond,       // the second-pass kernel: output of the rows that do not finish locally
-  kLocalSecond,  // output of a row that finishes locally, by the warp that completed its last chunk
+  kLocalSecond,  // output of a row that finishes locally, by the warp that merged its root
 };
 
 // Unit `local` of row b, whose partials start at slot first_partial. First pass: statistic, and the output too
-// when the row is this single unit; returns true (warp-uniform) when this warp completed the last first-pass unit
-// of a locally finished (row, tile). Second passes: the output from the row's merged statistic, read from the
+// when the row is this single unit; returns true (warp-uniform) when this warp merged the root of a locally
+// finished (row, tile). Second passes: the output from the row's merged statistic, read from the
 // row's first partial slot. The unit's tokens are read one register tile (phases * N tokens) at a time.
 // kLog == a.log: a template parameter so that the write loop does not choose per element.
 template <typename Op, typename T, typename OffsetT, int V, bool kLog>
@@ -208,8 +208,10 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
   const std::int64_t chunks = chunks_of(length, g);
   const bool single = chunks == 1;
   const bool local_finish = finishes_locally(chunks, g);
-  // All warp-uniform: the whole warp works on row b.
+  // All warp-uniform: the whole warp works on row b. A row whose partial slots would pass the workspace (only
+  // with malformed, overlapping offsets) keeps no statistics and gets no output.
   if (pass == Pass::kSecond && (single || local_finish)) return false;
+  if (!single && first_partial + chunks > L.partial_capacity) return false;
   const bool second_pass = pass != Pass::kFirst;
   const std::int64_t t0 = chunk * g.chunk_tokens;
   const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
@@ -261,7 +263,6 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
     }
   }
   if (second_pass) {
-    if (first_partial >= L.partial_capacity) return false;  // only with malformed offsets
 #pragma unroll
     for (int v = 0; v < V; ++v)
       if (slot.active) st[v] = Op::load(a.partial_a, a.partial_b, first_partial * D + slot.vcol * V + v);
@@ -280,22 +281,21 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
       for (int v = 0; v < V; ++v) st[v] = st[v].shfl(static_cast<int>(slot.vcol));
     }
     if (!single) {
-      const std::int64_t partial = first_partial + chunk;
+      // Store this chunk's statistics and climb the row's merge tree; its root leaves the row's statistics in
+      // the first partial slot, for the local finish (the caller) or the second-pass kernel.
       const bool holder = g.narrow ? slot.phase == 0 : slot.active;
-      if (holder && partial < L.partial_capacity) {
+      if (holder) {
 #pragma unroll
-        for (int v = 0; v < V; ++v) Op::store(st[v], a.partial_a, a.partial_b, partial * D + slot.vcol * V + v);
+        for (int v = 0; v < V; ++v)
+          Op::store(st[v], a.partial_a, a.partial_b, (first_partial + chunk) * D + slot.vcol * V + v);
       }
-      if (!local_finish || first_partial >= L.partial_capacity) return false;
-      // Publish this chunk's statistics, then count it; the warp that brings the count to `chunks` finishes.
-      __threadfence();
-      __syncwarp();
-      int arrived = 0;
-      if (lane_id() == 0) arrived = atomicAdd(a.arrivals + first_partial * g.tiles + tile, 1);
-      arrived = __shfl_sync(0xffffffffu, arrived, 0);
-      if (arrived != chunks - 1) return false;
-      __threadfence();  // the other chunks' statistics are visible past this point
-      return true;
+      using Stat = typename Op::Stat;
+      auto store = [&](const Stat& merged, std::int64_t at) { Op::store(merged, a.partial_a, a.partial_b, at); };
+      const bool root = merge_tile_partials<Stat>(
+          L, tile, first_partial, chunk, chunks,
+          [&](std::int64_t at) { return Op::load(a.partial_a, a.partial_b, at); }, store,
+          [&](std::int64_t col, const Stat& merged) { store(merged, first_partial * D + col); });
+      return root && local_finish;
     }
   }
   typename Op::Scale scale[V];
@@ -319,34 +319,9 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
   return false;
 }
 
-// After the last first-pass unit of (a row, column tile): merges the chunk statistics of the tile's columns in
-// chunk order into the row's first partial slot. The caller then writes every chunk of the tile from it; those
-// chunks were read moments ago by the warps that computed their statistics, so the re-read hits L2.
-template <typename Op, typename T, typename OffsetT, int V>
-__device__ void merge_locally(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t first, std::int64_t tile,
-                              std::int64_t chunks) {
-  // first: the row's first partial slot, < partial_capacity (normalize_unit checked it)
-  const SegmentLayout<OffsetT>& L = a.layout;
-  const SegmentGeometry& g = L.geometry;
-  const std::int64_t D = g.inner;
-  const std::int64_t col0 = g.narrow ? 0 : tile * kWarpSize * V;
-  const std::int64_t col1 = g.narrow ? D : min(D, col0 + kWarpSize * V);
-  for (std::int64_t col = col0 + lane_id(); col < col1; col += kWarpSize) {
-    typename Op::Stat acc;
-    merge_in_order(acc, min(chunks, L.partial_capacity - first),
-                   [&](std::int64_t k) { return Op::load(a.partial_a, a.partial_b, (first + k) * D + col); });
-    Op::store(acc, a.partial_a, a.partial_b, first * D + col);
-  }
-  __syncwarp();  // the merged statistics are visible to every lane of the warp
-}
-
 template <typename Op, typename T, typename OffsetT>
 __global__ void __launch_bounds__(kThreads)
     segment_softmax_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
-  // The first pass's arrival counters start at zero; zeroing them here saves a memset launch.
-  const std::int64_t arrivals = a.layout.partial_capacity * a.layout.geometry.tiles;
-  for (std::int64_t i = global_warp() * kWarpSize + lane_id(); i < arrivals; i += total_warps() * kWarpSize)
-    a.arrivals[i] = 0;
   row_pass(
       a.layout,
       [&](std::int64_t, std::int64_t begin, std::int64_t length) { return softmax_tiny_head<Op>(a, begin, length); },
@@ -394,7 +369,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     finish_tile = local % tiles;
     finish_chunk = 0;
     finish_chunks = chunks_of(length, L.geometry);
-    merge_locally<Op, T, OffsetT, V>(a, first_partial, finish_tile, finish_chunks);
   }
 }
 
@@ -413,22 +387,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Merges the per-unit statistics of each row that needs the second pass, in unit order, and leaves the result in
-// the row's first partial slot. Only the lane that reads slot 0 of a column writes it, after all its reads.
-template <typename Op, typename T, typename OffsetT>
-__global__ void __launch_bounds__(kThreads)
-    segment_softmax_combine_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
-  using Stat = typename Op::Stat;
-  const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t total = L.plan[row_groups(L.batch)].combine_units;
-  for (std::int64_t u = global_warp(); u < total; u += total_warps())
-    combine_unit<Stat>(
-        L, u, [&](std::int64_t at) { return Op::load(a.partial_a, a.partial_b, at); },
-        [&](std::int64_t, std::int64_t col, const Stat& st, std::int64_t, std::int64_t first) {
-          if (first < L.partial_capacity) Op::store(st, a.partial_a, a.partial_b, first * L.geometry.inner + col);
-        });
-}
-
 template <typename Op, typename T, typename OffsetT, int V, bool kLog>
 Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stream) {
   const SegmentLayout<OffsetT>& L = a.layout;
@@ -436,18 +394,14 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stre
   if (g.chunk_tokens != static_cast<std::int64_t>(g.phases) * (Op::kFloatsPerLane / V) * g.sweeps ||
       (g.sweeps > 1 && !kMaySweep<Op, T, V>))
     return fail(Status::kInvalidArgument, "segment_softmax: geometry does not match the kernel's register tile");
-  RAGGED_RETURN_IF_ERROR(build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L, "segment_softmax_rows_kernel",
-                                    stream, L.partial_capacity * g.tiles));
+  RAGGED_RETURN_IF_ERROR(
+      build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L, "segment_softmax_rows_kernel", stream));
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
   unsigned blocks = 0;
   const std::size_t shared = first_pass_shared_bytes(L.batch);
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_kernel<Op, T, OffsetT, V, kLog>, units, blocks, shared));
   segment_softmax_kernel<Op, T, OffsetT, V, kLog><<<blocks, kThreads, shared, stream>>>(a);
   RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_kernel"));
-  const std::int64_t combine_units = (L.nnz / g.chunk_tokens + 1) * g.combine_tiles;
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_combine_kernel<Op, T, OffsetT>, combine_units, blocks));
-  segment_softmax_combine_kernel<Op, T, OffsetT><<<blocks, kThreads, 0, stream>>>(a);
-  RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_combine_kernel"));
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog>, units, blocks));
   segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog><<<blocks, kThreads, 0, stream>>>(a);
   return check_launch("segment_softmax_second_pass_kernel");

@@ -47,10 +47,14 @@ cases=(
   # Rows of 0..4 tokens at D = 64 are units, not tiny rows: each unit's lookup (plan search, group scan) is a
   # chain of dependent loads before its values; this shows whether that chain or DRAM sets the pace.
   "sum_tiny_d64;segment_gpu;segment_sum/ragged/uniform/inner:64/batch:131072/mean:2/manual_time;regex:segment_reduce;4;2"
-  "sum_one_huge_d1;segment_gpu;segment_sum/ragged/one_huge/inner:1/batch:16/mean:1048576/manual_time;regex:segment_;4;3"
-  "sum_power_law_d64;segment_gpu;segment_sum/ragged/power_law/inner:64/batch:1024/mean:256/manual_time;regex:segment_;4;3"
-  "softmax_power_law_d1;segment_gpu;segment_softmax/ragged/power_law/inner:1/batch:65536/mean:256/manual_time;regex:segment_softmax;6;4"
-  "softmax_bf16_d1024;segment_gpu;segment_softmax/ragged/uniform/inner:1024/batch:128/mean:256/dtype:bf16/manual_time;regex:segment_softmax;6;4"
+  # One row of 16M floats at D = 64: 2048 (sum) or 16K (softmax) chunk partials per column, merged by the
+  # row's merge tree inside the first-pass kernel; its tail (the last merges after the last chunk) is the time
+  # the kernel runs past its DRAM traffic.
+  "sum_one_huge_d64;segment_gpu;segment_sum/ragged/one_huge/inner:64/batch:16/mean:16384/manual_time;regex:segment_;4;2"
+  "softmax_one_huge_d64;segment_gpu;segment_softmax/ragged/one_huge/inner:64/batch:16/mean:16384/manual_time;regex:segment_softmax;6;3"
+  "sum_power_law_d64;segment_gpu;segment_sum/ragged/power_law/inner:64/batch:1024/mean:256/manual_time;regex:segment_;4;2"
+  "softmax_power_law_d1;segment_gpu;segment_softmax/ragged/power_law/inner:1/batch:65536/mean:256/manual_time;regex:segment_softmax;6;3"
+  "softmax_bf16_d1024;segment_gpu;segment_softmax/ragged/uniform/inner:1024/batch:128/mean:256/dtype:bf16/manual_time;regex:segment_softmax;6;3"
   "lstm_bf16_b64_h1024;rnn_gpu;rnn_lstm/ragged/uniform/dtype:bf16/batch:64/hidden:1024/mean:128/manual_time;regex:rnn_persistent;1;1"
   "lstm_bf16_b16_h256;rnn_gpu;rnn_lstm/ragged/uniform/dtype:bf16/batch:16/hidden:256/mean:128/manual_time;regex:rnn_persistent;1;1"
   "attention_tile128;attention_gpu;attention/ragged/pad0/long/len:4096/batch:16/heads:16/dim:128/causal:0/tile:128/manual_time;regex:attention_mma;1;1"

@@ -40,8 +40,8 @@ Status check_ragged(const RaggedView<const T, OffsetT>& v, bool needs_values, co
   return Status::kSuccess;
 }
 
-// The row pass's group sums, the plan, CUB's scan storage and the partials, carved from one workspace. Query and
-// run share this code.
+// The row pass's group sums, the plan, CUB's scan storage, the partials and their arrival counters, carved from
+// one workspace. Query and run share this code.
 struct SegmentScratch {
   RowWork* group_work = nullptr;
   RowWork* plan = nullptr;
@@ -50,7 +50,7 @@ struct SegmentScratch {
   float* partial_a = nullptr;
   void* partial_b = nullptr;
   std::int64_t capacity = 0;
-  int* arrivals = nullptr;  // softmax only: [capacity * tiles]
+  int* arrivals = nullptr;  // [capacity * tiles], the merge trees' arrival counters
 };
 
 // The op's geometry `g` and the one it would have at the other vector width (`other`): the workspace is sized for
@@ -61,7 +61,7 @@ struct Geometries {
   SegmentGeometry other;
 };
 
-// Softmax's per-(row, column tile) arrival counters (SegmentSoftmaxArgs::arrivals), after the partials.
+// The merge trees' arrival counters per partial slot and column tile (SegmentLayout::arrivals), after the partials.
 void carve_arrivals(detail::WorkspaceLayout& layout, const Geometries& gs, std::int64_t nnz, SegmentScratch& scratch) {
   const std::int64_t other = detail::max_partial_chunks(nnz, gs.other) * gs.other.tiles;
   scratch.arrivals = layout.take_array<int>(std::max(scratch.capacity * gs.g.tiles, other));
@@ -86,6 +86,7 @@ Status carve_scratch(detail::WorkspaceLayout& layout, std::int64_t batch, std::i
   const std::int64_t rows = std::max(scratch.capacity, detail::max_partial_chunks(nnz, gs.other)) * g.inner;
   scratch.partial_a = layout.take_array<float>(rows);
   if (partial_b_elem_bytes > 0) scratch.partial_b = layout.take(static_cast<std::size_t>(rows) * partial_b_elem_bytes);
+  carve_arrivals(layout, gs, nnz, scratch);
   return Status::kSuccess;
 }
 
@@ -106,6 +107,7 @@ Status prepare(void* d_workspace, std::size_t& workspace_bytes, const detail::Wo
   out.cub_temp = scratch.cub;
   out.cub_temp_bytes = scratch.cub_bytes;
   out.partial_capacity = scratch.capacity;
+  out.arrivals = scratch.arrivals;
   return Status::kSuccess;
 }
 
@@ -211,7 +213,6 @@ Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, RaggedVi
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
   RAGGED_RETURN_IF_ERROR(carve_scratch(layout, src.batch, src.nnz, gs, sizeof(float), scratch));
-  carve_arrivals(layout, gs, src.nnz, scratch);
   detail::SegmentSoftmaxArgs<T, OffsetT> args;
   RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, src.offsets, src.batch, src.nnz, g,
                                  "segment_softmax", args.layout));
@@ -222,7 +223,6 @@ Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, RaggedVi
   args.out = d_out;
   args.partial_a = scratch.partial_a;
   args.partial_b = static_cast<float*>(scratch.partial_b);
-  args.arrivals = scratch.arrivals;
   return detail::launch_segment_softmax(args, stream);
 }
 
@@ -239,7 +239,6 @@ Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes,
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
   RAGGED_RETURN_IF_ERROR(carve_scratch(layout, shape.batch, shape.nnz, gs, 0, scratch));
-  carve_arrivals(layout, gs, shape.nnz, scratch);
   detail::SegmentSoftmaxArgs<T, OffsetT> args;
   RAGGED_RETURN_IF_ERROR(prepare(d_workspace, workspace_bytes, layout, scratch, shape.offsets, shape.batch, shape.nnz,
                                  g, "segment_softmax_backward", args.layout));
@@ -250,7 +249,6 @@ Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes,
   args.dy = d_grad_out;
   args.out = d_grad_in;
   args.partial_a = scratch.partial_a;
-  args.arrivals = scratch.arrivals;
   return detail::launch_segment_softmax(args, stream);
 }
 

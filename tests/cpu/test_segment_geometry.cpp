@@ -1,6 +1,7 @@
 // The work split of the segment kernels (kernels/segment_geometry.h), on the host: the per-row work the row pass
-// sums into the plan, and the bounds the workspace is sized from. The kernels trust these numbers for memory
-// safety (partial slots, arrival counters), so they are checked here on random lengths for every geometry.
+// sums into the plan, the bounds the workspace is sized from, and the merge tree's arrival protocol. The kernels
+// trust these numbers for memory safety (partial slots, arrival counters), so they are checked here on random
+// lengths for every geometry, and the tree on every chunk count up to thousands in random arrival orders.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,9 +13,11 @@
 #include "common/test_util.h"
 
 using ragged::detail::chunks_of;
+using ragged::detail::climb_merge_tree;
 using ragged::detail::finishes_locally;
 using ragged::detail::is_tiny;
 using ragged::detail::kLocalFinishChunks;
+using ragged::detail::kMergeFanIn;
 using ragged::detail::kRowsPerGroup;
 using ragged::detail::make_segment_geometry;
 using ragged::detail::max_partial_chunks;
@@ -72,7 +75,6 @@ TEST_CASE("segment geometry: lanes, phases and tiles cover D exactly once", "[se
         REQUIRE(g.tiles * 32 >= g.vcols);
         REQUIRE((g.tiles - 1) * 32 < g.vcols);
       }
-      REQUIRE(g.combine_tiles * 32 >= (inner <= 32 ? 1 : inner));
       // A tiny row fits one lane: at most 32 elements.
       REQUIRE(g.tiny_tokens * inner <= 32);
       REQUIRE((inner > 32) == (g.tiny_tokens == 0));
@@ -96,7 +98,6 @@ TEST_CASE("segment row work: what each row contributes to the plan", "[segment][
         if (is_tiny(length, g)) {  // finished by the row pass: no work in the plan
           REQUIRE(w.units == 0);
           REQUIRE(w.partials == 0);
-          REQUIRE(w.combine_units == 0);
           REQUIRE(w.second_units == 0);
           continue;
         }
@@ -106,11 +107,10 @@ TEST_CASE("segment row work: what each row contributes to the plan", "[segment][
         REQUIRE(chunks * g.chunk_tokens >= length);
         REQUIRE(w.units == chunks * g.tiles);
         REQUIRE(w.partials == (chunks > 1 ? chunks : 0));
-        // Rows of several chunks are merged either locally (softmax, up to the limit) or by the combine kernel
-        // and rewritten by the second pass; never both, never neither.
-        const bool combined = chunks > 1 && !finishes_locally(chunks, g);
-        REQUIRE(w.combine_units == (combined ? g.combine_tiles : 0));
-        REQUIRE(w.second_units == (combined ? w.units : 0));
+        // Softmax rows of several chunks are written either by the warp that merges their root (up to the
+        // limit) or by the second pass; never both, never neither.
+        const bool second_pass = chunks > 1 && !finishes_locally(chunks, g);
+        REQUIRE(w.second_units == (second_pass ? w.units : 0));
         if (g.local_finish_chunks == 1) REQUIRE_FALSE(finishes_locally(chunks, g));  // reductions
       }
       // The workspace holds max_partial_chunks(nnz) partial slots; the kernels' slots must fit in it.
@@ -118,7 +118,6 @@ TEST_CASE("segment row work: what each row contributes to the plan", "[segment][
       // The launchers size their grids from these host-side bounds on the units.
       const std::int64_t rows = static_cast<std::int64_t>(lengths.size());
       REQUIRE(total.units <= (nnz / g.chunk_tokens + std::min(rows, nnz)) * g.tiles);
-      REQUIRE(total.combine_units <= (nnz / g.chunk_tokens + 1) * g.combine_tiles);
     }
   }
 }
@@ -164,4 +163,78 @@ TEST_CASE("softmax chunks: partial statistics cost at most 1/4 of a chunk's read
   const SegmentGeometry float_wide = make_segment_geometry(1024, 4, 8, kLocalFinishChunks, softmax_min_chunk_tokens(false, 4));
   CHECK(float_wide.sweeps == 1);
   CHECK(float_wide.chunk_tokens == 8);
+}
+
+namespace {
+
+// One row's merge tree run on the host the way the kernels run it: the chunks arrive in `order`, each climbing
+// (climb_merge_tree) with a plain counter array for the atomics. A slot holds the list of chunks merged into it,
+// so the root's list shows whether every chunk was merged exactly once and in order.
+struct TreeRun {
+  std::vector<std::int64_t> root;  // the chunks the root merged, in merge order
+  int roots = 0;                   // climbs that merged the root
+  std::int64_t max_counter = -1;   // the highest counter index used
+  int levels = 0;                  // merges on the longest climb
+  bool children_complete = true;   // every merge found each child holding all of its chunks
+};
+
+TreeRun run_merge_tree(std::int64_t chunks, const std::vector<std::int64_t>& order) {
+  TreeRun run;
+  std::vector<std::vector<std::int64_t>> slots(static_cast<std::size_t>(chunks));
+  std::vector<int> counters(static_cast<std::size_t>(chunks), 0);
+  for (const std::int64_t chunk : order) {
+    slots[static_cast<std::size_t>(chunk)] = {chunk};
+    int merges = 0;
+    auto arrive = [&](std::int64_t c) {
+      run.max_counter = std::max(run.max_counter, c);
+      return c < chunks ? counters[static_cast<std::size_t>(c)]++ : -1;
+    };
+    auto merge = [&](std::int64_t first, std::int64_t span, std::int64_t children, bool root) {
+      ++merges;
+      std::vector<std::int64_t> merged;
+      for (std::int64_t k = 0; k < children; ++k) {
+        const std::vector<std::int64_t>& child = slots[static_cast<std::size_t>(first + k * span)];
+        // A child node covers chunks first + k * span .. (+ span, or the row's end), all of them.
+        const std::int64_t lo = first + k * span, hi = std::min(chunks, lo + span);
+        if (child.size() != static_cast<std::size_t>(hi - lo) || (!child.empty() && child.front() != lo))
+          run.children_complete = false;
+        merged.insert(merged.end(), child.begin(), child.end());
+      }
+      if (root) run.root = merged;
+      slots[static_cast<std::size_t>(first)] = merged;
+    };
+    if (climb_merge_tree(chunk, chunks, arrive, merge)) ++run.roots;
+    run.levels = std::max(run.levels, merges);
+  }
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("segment merge tree: each chunk merged once, in chunk order, by one root", "[segment][geometry]") {
+  auto rng = ragged::test::make_rng(312);
+  std::vector<std::int64_t> counts;
+  for (std::int64_t c = 2; c <= 600; ++c) counts.push_back(c);
+  for (std::int64_t c : {4095, 4096, 4097, 65535, 65536, 65537, 70001}) counts.push_back(c);
+  for (const std::int64_t chunks : counts) {
+    std::vector<std::int64_t> order(static_cast<std::size_t>(chunks));
+    for (std::int64_t i = 0; i < chunks; ++i) order[static_cast<std::size_t>(i)] = i;
+    // In chunk order, in reverse, and shuffled: the warps that finish a node differ, the result must not.
+    for (int arrangement = 0; arrangement < 3; ++arrangement) {
+      if (arrangement == 1) std::reverse(order.begin(), order.end());
+      if (arrangement == 2) std::shuffle(order.begin(), order.end(), rng);
+      INFO("chunks " << chunks << ", arrival order " << arrangement);
+      const TreeRun run = run_merge_tree(chunks, order);
+      REQUIRE(run.roots == 1);
+      REQUIRE(run.children_complete);
+      REQUIRE(run.root.size() == static_cast<std::size_t>(chunks));
+      for (std::int64_t i = 0; i < chunks; ++i) REQUIRE(run.root[static_cast<std::size_t>(i)] == i);
+      // The counters stay inside the row's own range of partial slots (the workspace holds one per slot).
+      REQUIRE(run.max_counter < chunks);
+      // Depth: ceil(log_F(chunks)) merges on the critical path.
+      int depth = 0;
+      for (std::int64_t covered = 1; covered < chunks; covered *= kMergeFanIn) ++depth;
+      REQUIRE(run.levels <= depth);
+    }
+  }
 }

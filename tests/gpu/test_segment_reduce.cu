@@ -1,13 +1,14 @@
 // segment_reduce and segment_reduce_backward on the device against the CPU reference: every op (max / min with
 // and without an arg output), every T, both offset types, D in {1, 3, 64, 1000}, every length regime plus
-// power-law lengths and one row holding ~all of 1M+ elements; NaN, ties and signed zeros; bitwise determinism
-// and batch invariance; capture in a CUDA graph; a short workspace and malformed offsets (the other argument
-// errors: tests/cpu/test_argument_checks.cpp).
+// power-law lengths and one row holding ~all of 1M+ elements; rows whose partials take merge trees of one to
+// three levels; NaN, ties and signed zeros; bitwise determinism and batch invariance; capture in a CUDA graph; a
+// short workspace and malformed offsets (the other argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
 #include <cstring>
 #include <limits>
 
+#include "../../kernels/segment_launch.h"
 #include "gpu/segment_common.h"
 #include "ragged/tensor.h"
 
@@ -150,6 +151,24 @@ TEMPLATE_TEST_CASE("segment_reduce on the device: a plan too large for the first
     const auto lengths = rows_past_kernel_plan(rng, inner);
     INFO("batch " << lengths.size() << ", inner " << inner);
     check_all_ops(test::random_ragged<T, OffsetT>(lengths, inner, rng), -1.5f, rng);
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_reduce on the device: merge trees of one, two and three levels", "[segment][gpu]",
+                   F32_I32, BF16_I64) {
+  // A row of several chunks is merged by a tree of fan-in F (kernels/segment_geometry.h, climb_merge_tree): rows
+  // of F, F + 1, F * F - 1 and F * F + 1 chunks take 1, 2, 2 and 3 levels (the last: a root of 2 children, one of
+  // them a node of one chunk). The chunk size is the kernels' own, for the 16-byte vectors of aligned values.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(410);
+  const std::int64_t F = detail::kMergeFanIn;
+  for (std::int64_t inner : {1, 64}) {
+    const int vec = inner % static_cast<std::int64_t>(16 / sizeof(T)) == 0 ? static_cast<int>(16 / sizeof(T)) : 1;
+    const std::int64_t chunk = detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec).chunk_tokens;
+    const std::vector<std::int64_t> lengths = {F * F * chunk + 1, 0, F * chunk, 3, F * chunk + 1, (F * F - 1) * chunk - 7};
+    INFO("inner " << inner << ", chunk " << chunk << " tokens");
+    check_all_ops(test::random_ragged<T, OffsetT>(lengths, inner, rng), 0.0f, rng);
   }
 }
 

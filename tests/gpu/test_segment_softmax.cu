@@ -141,8 +141,9 @@ TEMPLATE_TEST_CASE("segment_softmax on the device: a plan too large for the firs
 
 TEMPLATE_TEST_CASE("segment_softmax rows on both sides of the local-finish limit", "[segment][gpu]", F32_I32,
                    BF16_I64) {
-  // Rows of 2 .. kLocalFinishChunks chunks are finished by the warp that completes their last chunk; longer ones
-  // by the combine and second-pass kernels (segment_softmax.cu). Forward chunks hold 1024 tokens at D = 1 and 16
+  // Rows of 2 .. kLocalFinishChunks chunks are written by the warp that merges the root of their merge tree;
+  // longer ones by the second-pass kernel (segment_softmax.cu). With a fan-in of 16 the trees here have one or
+  // two levels; "one row holds all" (1024 chunks at D = 1 and 64) has three. Forward chunks hold 1024 tokens at D = 1 and 16
   // at D = 64; at D = 1000 (column tiles) 8 float tokens, or 16 bfloat16 tokens streamed as 4 register tiles of
   // 4 (backward chunks are half as long). These lengths straddle both limits, with a one-chunk row, a row shorter
   // than a register tile and an empty one in between, in one batch.
