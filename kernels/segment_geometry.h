@@ -126,6 +126,47 @@ RAGGED_HOST_DEVICE RowWork row_work(std::int64_t length, const SegmentGeometry& 
   return RowWork{chunks * g.tiles, chunks > 1 ? chunks : 0, second_pass ? chunks * g.tiles : 0};
 }
 
+// Each warp of a unit kernel walks a contiguous share of the units, [warp_share_begin(n, warps, w),
+// warp_share_begin(n, warps, w + 1)): shares differ by at most one unit, as a grid-stride loop's would, but
+// consecutive units lie in the same row or a few rows apart, so one lookup (locate_row) serves the whole share
+// and the next unit's row is found by stepping (step_cursor). A lookup per unit (a group search, then a warp scan
+// of up to 128 rows' work) is some 400 instructions: several times the work of a unit of a few tokens at wide D.
+RAGGED_HOST_DEVICE std::int64_t warp_share_begin(std::int64_t items, std::int64_t warps, std::int64_t warp) {
+  const std::int64_t each = items / warps, extra = items % warps;
+  return warp * each + (warp < extra ? warp : extra);
+}
+
+// A warp's place in its walk: the row that owns the current unit, the work of every row before it (a prefix of
+// the plan, as locate_row finds it), the row's clamped range and its own work.
+struct UnitCursor {
+  std::int64_t row = 0;
+  RowWork before;
+  std::int64_t begin = 0;
+  std::int64_t length = 0;
+  RowWork work;
+};
+
+// Rows step_cursor passes before it gives up: rows with no units of the field (empty, tiny, or for the softmax
+// second pass, finished locally) can be many in a row, and past a few a fresh lookup is cheaper.
+constexpr int kCursorSteps = 8;
+
+// Moves c forward to the row that owns item u of `field`, given u >= c.before.*field (the walk only goes
+// forward): the next rows' ranges come from range(row, begin, length), their work from row_work. Returns false,
+// with c part of the way, if that row lies more than kCursorSteps rows on (the caller then looks u up afresh).
+template <typename Range>
+RAGGED_HOST_DEVICE bool step_cursor(UnitCursor& c, std::int64_t u, std::int64_t RowWork::*field, std::int64_t batch,
+                                    const SegmentGeometry& g, Range range) {
+  for (int step = 0; step < kCursorSteps; ++step) {
+    if (u < c.before.*field + c.work.*field) return true;
+    if (c.row + 1 >= batch) return false;  // u past the plan: not for a u < plan[groups].*field
+    c.before = c.before + c.work;
+    c.row += 1;
+    range(c.row, c.begin, c.length);
+    c.work = row_work(c.length, g);
+  }
+  return u < c.before.*field + c.work.*field;
+}
+
 // Upper bound of the partial chunks over all rows for nnz rows of values: a row of several chunks has
 // length > chunk_tokens, so ceil(length / chunk_tokens) < 2 * length / chunk_tokens. Kernels still check
 // against this bound because malformed offsets can make clamped rows overlap.

@@ -3,8 +3,9 @@
 // Two launches, or five for more than 131072 rows (segment_geometry.h describes the split): the row pass
 // finishes the tiny and empty rows and sums the other rows' work per group of rows; the plan scans those sums
 // (each block of the next kernel does, or a memset and CUB's two-kernel scan for many groups); a persistent
-// kernel walks the (chunk, tile) units of the plan, where a row that fits one unit is finished by its warp and a
-// longer row leaves one partial per chunk, merged by the row's merge tree in the same kernel (the warp that
+// kernel walks the (chunk, tile) units of the plan, each warp a contiguous share of them (for_each_unit: one
+// row lookup per warp, then a cursor stepped from row to row). A row that fits one unit is finished by its warp;
+// a longer row leaves one partial per chunk, merged by the row's merge tree in the same kernel (the warp that
 // completes a node's children merges them, in chunk order). The order in which a row's elements are added
 // depends only on its length and D, so results are deterministic and do not depend on the other rows of the
 // batch.
@@ -152,18 +153,18 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 
+// Unit u, in the row of cursor `at`.
 template <typename T, typename OffsetT, typename Acc, int V>
-__device__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t u) {
+__device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t u,
+                                            const UnitCursor& at) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   const std::int64_t D = g.inner;
-  const RowLocation at = locate_row<true>(L, u, &RowWork::units);
   const std::int64_t b = at.row;
   const std::int64_t local = u - at.before.units;
   const std::int64_t chunk = local / g.tiles;
   const LaneSlot slot = lane_slot(g, local % g.tiles);
-  std::int64_t begin = 0, length = 0;
-  row_extent(L.offsets, b, L.nnz, begin, length);
+  const std::int64_t begin = at.begin, length = at.length;
   const std::int64_t t0 = chunk * g.chunk_tokens;
   const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
 
@@ -180,10 +181,18 @@ __device__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
     const std::int64_t n = t < t1 ? (t1 - t + step - 1) / step : 0;
     std::int64_t offset = (begin + t) * D + slot.vcol * V;
     auto add_group = [&](int count) {
+      // Slots past `count` are zeroed, not left unset: unset, they kept the previous group's values alive across
+      // the partial group, which ptxas spilled (float max, 3 blocks per SM).
       float x[U][V];
 #pragma unroll
-      for (int k = 0; k < U; ++k)
-        if (k < count) load_floats<T, V>(a.values + offset + k * stride, x[k]);
+      for (int k = 0; k < U; ++k) {
+        if (k < count) {
+          load_floats<T, V>(a.values + offset + k * stride, x[k]);
+        } else {
+#pragma unroll
+          for (int v = 0; v < V; ++v) x[k][v] = 0.0f;
+        }
+      }
 #pragma unroll
       for (int k = 0; k < U; ++k)
         if (k < count) {
@@ -229,13 +238,20 @@ __device__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
       [&](std::int64_t col, const Acc& merged) { write_result(a, b, col, merged, length); });
 }
 
+// Blocks per SM the unit kernel is held to (__launch_bounds__): what ptxas reached before the units were walked
+// in contiguous shares (float: 79-80 registers, 3 blocks, except max with scalar loads at 100; 16-bit: 93-128,
+// 2), which a cursor kept across the unit's body would otherwise cost (float sum 79 -> 100, half max 120 -> 148).
+template <typename T, typename Acc, int V>
+constexpr int kReduceMinBlocks = sizeof(T) == 4 && (V > 1 || std::is_same<Acc, SumAcc>::value) ? 3 : 2;
+
 template <typename T, typename OffsetT, typename Acc, int V>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, (kReduceMinBlocks<T, Acc, V>))
     segment_reduce_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
   stage_plan(L);
   const std::int64_t total = plan_of<true>(L)[row_groups(L.batch)].units;
-  for (std::int64_t u = global_warp(); u < total; u += total_warps()) reduce_unit<T, OffsetT, Acc, V>(a, u);
+  for_each_unit<true>(L, total, &RowWork::units,
+                      [&](std::int64_t u, const UnitCursor& at) { reduce_unit<T, OffsetT, Acc, V>(a, u, at); });
 }
 
 template <typename T, typename OffsetT, typename Acc, int V>
@@ -322,14 +338,12 @@ __global__ void __launch_bounds__(kThreads)
   const bool routed = a.op == ReduceOp::kMax || a.op == ReduceOp::kMin;
   stage_plan(L);
   const std::int64_t total = plan_of<true>(L)[row_groups(L.batch)].units;
-  for (std::int64_t unit = global_warp(); unit < total; unit += total_warps()) {
-    const RowLocation at = locate_row<true>(L, unit, &RowWork::units);
+  for_each_unit<true>(L, total, &RowWork::units, [&](std::int64_t unit, const UnitCursor& at) {
     const std::int64_t b = at.row;
     const std::int64_t local = unit - at.before.units;
     const LaneSlot slot = lane_slot(g, local % g.tiles);
-    if (!slot.active) continue;
-    std::int64_t begin = 0, length = 0;
-    row_extent(L.offsets, b, L.nnz, begin, length);
+    if (!slot.active) return;
+    const std::int64_t begin = at.begin, length = at.length;
     const std::int64_t t0 = (local / g.tiles) * g.chunk_tokens;
     const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
     float grad[V];
@@ -349,7 +363,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int v = 0; v < V; ++v) x[v] = !routed || t == arg[v] ? grad[v] : 0.0f;
       store_floats<T, V>(a.grad_in + offset, x);
     }
-  }
+  });
 }
 
 template <typename T, typename OffsetT, int V>

@@ -44,9 +44,11 @@ export PATH
 # Skipping the first launches leaves out the benchmark's warm-up and correctness call.
 cases=(
   "sum_tiny_d1;segment_gpu;segment_sum/ragged/uniform/inner:1/batch:8388608/mean:2/manual_time;regex:segment_reduce;4;2"
-  # Rows of 0..4 tokens at D = 64 are units, not tiny rows: each unit's lookup (plan search, group scan) is a
-  # chain of dependent loads before its values; this shows whether that chain or DRAM sets the pace.
+  # Rows of 0..4 tokens at D = 64 are units, not tiny rows, one per row. The reduction walks each warp's
+  # contiguous share of them with one lookup per warp; the softmax still looks up every unit (plan search,
+  # group scan): instructions per unit and DRAM throughput side by side show what the walk is worth.
   "sum_tiny_d64;segment_gpu;segment_sum/ragged/uniform/inner:64/batch:131072/mean:2/manual_time;regex:segment_reduce;4;2"
+  "softmax_tiny_d64;segment_gpu;segment_softmax/ragged/uniform/inner:64/batch:131072/mean:2/manual_time;regex:segment_softmax;6;3"
   # One row of 16M floats at D = 64: 2048 (sum) or 16K (softmax) chunk partials per column, merged by the
   # row's merge tree inside the first-pass kernel; its tail (the last merges after the last chunk) is the time
   # the kernel runs past its DRAM traffic.

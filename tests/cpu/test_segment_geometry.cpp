@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../../kernels/segment_geometry.h"
+#include "ragged/view.h"
 #include "common/test_util.h"
 
 using ragged::detail::chunks_of;
@@ -235,6 +236,111 @@ TEST_CASE("segment merge tree: each chunk merged once, in chunk order, by one ro
       int depth = 0;
       for (std::int64_t covered = 1; covered < chunks; covered *= kMergeFanIn) ++depth;
       REQUIRE(run.levels <= depth);
+    }
+  }
+}
+
+namespace {
+
+// Offsets for a length set, optionally broken the way malformed input is (decreasing, negative or past nnz
+// entries): the kernels clamp each row's pair (clamp_row_range), so rows can overlap or vanish, and the walk must
+// still agree with the plan the row pass summed from the same clamped lengths.
+std::vector<std::int64_t> offsets_of(const std::vector<std::int64_t>& lengths, bool malformed, std::mt19937_64& rng) {
+  std::vector<std::int64_t> offsets(lengths.size() + 1, 0);
+  for (std::size_t i = 0; i < lengths.size(); ++i) offsets[i + 1] = offsets[i] + lengths[i];
+  if (malformed && !lengths.empty()) {
+    std::uniform_int_distribution<std::size_t> at(0, lengths.size());
+    for (int k = 0; k < 8; ++k) {
+      const std::size_t i = at(rng);
+      offsets[i] = k % 3 == 0 ? -5 : k % 3 == 1 ? offsets.back() + 100 : offsets[i] / 2;
+    }
+  }
+  return offsets;
+}
+
+}  // namespace
+
+TEST_CASE("segment unit walk: contiguous warp shares, and the cursor finds every unit's row", "[segment][geometry]") {
+  using ragged::clamp_row_range;
+  using ragged::detail::kCursorSteps;
+  using ragged::detail::step_cursor;
+  using ragged::detail::UnitCursor;
+  using ragged::detail::warp_share_begin;
+  auto rng = ragged::test::make_rng(313);
+  for (std::int64_t inner : {1, 3, 64, 1000}) {
+    for (const SegmentGeometry& g : all_geometries(inner)) {
+      for (int trial = 0; trial < 6; ++trial) {
+        std::vector<std::int64_t> lengths = random_lengths(rng, g.chunk_tokens);
+        if (trial == 4) lengths.assign(300, 0), lengths[137] = 50 * g.chunk_tokens;  // one huge row, rest empty
+        const bool malformed = trial == 5;
+        const std::vector<std::int64_t> offsets = offsets_of(lengths, malformed, rng);
+        const auto batch = static_cast<std::int64_t>(lengths.size());
+        const std::int64_t nnz = malformed ? offsets.back() / 2 + 1 : offsets.back();
+        // The rows as the kernels see them, and the plan's prefix before each row.
+        std::vector<std::int64_t> begin(lengths.size()), length(lengths.size());
+        std::vector<RowWork> before(lengths.size() + 1);
+        for (std::size_t b = 0; b < lengths.size(); ++b) {
+          std::int64_t end = 0;
+          clamp_row_range(offsets[b], offsets[b + 1], nnz, begin[b], end);
+          length[b] = end - begin[b];
+          before[b + 1] = before[b] + row_work(length[b], g);
+        }
+        auto range = [&](std::int64_t row, std::int64_t& row_begin, std::int64_t& row_length) {
+          row_begin = begin[static_cast<std::size_t>(row)];
+          row_length = length[static_cast<std::size_t>(row)];
+        };
+        for (std::int64_t RowWork::*field : {&RowWork::units, &RowWork::second_units}) {
+          const std::int64_t total = before.back().*field;
+          // The owner of item u: the row whose range of the field holds it (what locate_row returns).
+          auto owner = [&](std::int64_t u) {
+            std::int64_t row = 0;
+            while (!(before[static_cast<std::size_t>(row)].*field <= u &&
+                     u < before[static_cast<std::size_t>(row) + 1].*field))
+              ++row;
+            return row;
+          };
+          auto cursor_at = [&](std::int64_t row) {
+            UnitCursor c;
+            c.row = row;
+            c.before = before[static_cast<std::size_t>(row)];
+            range(row, c.begin, c.length);
+            c.work = row_work(c.length, g);
+            return c;
+          };
+          for (std::int64_t warps : {1, 2, 7, 64, 1000}) {
+            INFO("D = " << inner << ", vec = " << g.vec << ", chunk_tokens = " << g.chunk_tokens << ", trial "
+                        << trial << ", items " << total << ", warps " << warps);
+            // The shares tile [0, total) in warp order, and differ by at most one item.
+            REQUIRE(warp_share_begin(total, warps, 0) == 0);
+            REQUIRE(warp_share_begin(total, warps, warps) == total);
+            for (std::int64_t w = 0; w < warps; ++w) {
+              const std::int64_t first = warp_share_begin(total, warps, w);
+              const std::int64_t end = warp_share_begin(total, warps, w + 1);
+              REQUIRE(end - first >= total / warps);
+              REQUIRE(end - first <= total / warps + 1);
+              if (first >= end) continue;
+              // The walk of for_each_unit: a lookup, then steps; a failed step looks up afresh.
+              UnitCursor c = cursor_at(owner(first));
+              for (std::int64_t u = first; u < end; ++u) {
+                const std::int64_t from = c.row;
+                const bool stepped = step_cursor(c, u, field, batch, g, range);
+                const std::int64_t row = owner(u);
+                // A step gives up exactly when the row lies more than kCursorSteps rows on.
+                REQUIRE(stepped == (row - from <= kCursorSteps));
+                if (!stepped) c = cursor_at(row);
+                REQUIRE(c.row == row);
+                REQUIRE(c.before.units == before[static_cast<std::size_t>(row)].units);
+                REQUIRE(c.before.partials == before[static_cast<std::size_t>(row)].partials);
+                REQUIRE(c.before.second_units == before[static_cast<std::size_t>(row)].second_units);
+                REQUIRE(c.begin == begin[static_cast<std::size_t>(row)]);
+                REQUIRE(c.length == length[static_cast<std::size_t>(row)]);
+                REQUIRE(c.before.*field <= u);
+                REQUIRE(u < c.before.*field + c.work.*field);
+              }
+            }
+          }
+        }
+      }
     }
   }
 }
