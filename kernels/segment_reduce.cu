@@ -9,6 +9,8 @@
 // completes a node's children merges them, in chunk order). The order in which a row's elements are added
 // depends only on its length and D, so results are deterministic and do not depend on the other rows of the
 // batch.
+#include <type_traits>
+
 #include "launch.cuh"
 #include "segment_common.cuh"
 #include "segment_launch.h"
