@@ -204,8 +204,7 @@ __device__ __forceinline__ RowLocation locate_row(const SegmentLayout<OffsetT>& 
 
 // The cursor at item u of a plan field, by a lookup (locate_row). Called by the whole warp.
 template <bool kFirstPass, typename OffsetT>
-__device__ UnitCursor locate_cursor(const SegmentLayout<OffsetT>& L, std::int64_t u,
-                                                    std::int64_t RowWork::*field) {
+__device__ UnitCursor locate_cursor(const SegmentLayout<OffsetT>& L, std::int64_t u, std::int64_t RowWork::*field) {
   const RowLocation at = locate_row<kFirstPass>(L, u, field);
   UnitCursor c;
   c.row = at.row;
@@ -215,13 +214,13 @@ __device__ UnitCursor locate_cursor(const SegmentLayout<OffsetT>& L, std::int64_
   return c;
 }
 
-// f(u, cursor) for each item u of this warp's share (warp_share_begin) of the `total` items of a plan field, in
-// order, with the cursor at u's row. One lookup per share; then each next row is a step (two offsets, in L1
+// f(u, cursor) for each item u of this warp's share (warp_share_begin) of the items of a plan field, in order,
+// with the cursor at u's row. One lookup per share; then each next row is a step (two offsets, in L1
 // after the first), or a lookup again past kCursorSteps rows without work. Called by the whole warp; the cursor
 // is warp-uniform.
 template <bool kFirstPass, typename OffsetT, typename F>
-__device__ __forceinline__ void for_each_unit(const SegmentLayout<OffsetT>& L, std::int64_t total,
-                                              std::int64_t RowWork::*field, F f) {
+__device__ __forceinline__ void for_each_unit(const SegmentLayout<OffsetT>& L, std::int64_t RowWork::*field, F f) {
+  const std::int64_t total = plan_of<kFirstPass>(L)[row_groups(L.batch)].*field;
   const std::int64_t warps = total_warps(), warp = global_warp();
   std::int64_t u = warp_share_begin(total, warps, warp);
   const std::int64_t end = warp_share_begin(total, warps, warp + 1);
@@ -232,7 +231,7 @@ __device__ __forceinline__ void for_each_unit(const SegmentLayout<OffsetT>& L, s
   };
   for (; u < end; ++u) {
     if (!step_cursor(c, u, field, L.batch, L.geometry, range)) c = locate_cursor<kFirstPass>(L, u, field);
-    f(u, static_cast<const UnitCursor&>(c));
+    f(u, c);
   }
 }
 

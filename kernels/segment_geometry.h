@@ -130,7 +130,8 @@ RAGGED_HOST_DEVICE RowWork row_work(std::int64_t length, const SegmentGeometry& 
 // warp_share_begin(n, warps, w + 1)): shares differ by at most one unit, as a grid-stride loop's would, but
 // consecutive units lie in the same row or a few rows apart, so one lookup (locate_row) serves the whole share
 // and the next unit's row is found by stepping (step_cursor). A lookup per unit (a group search, then a warp scan
-// of up to 128 rows' work) is some 400 instructions: several times the work of a unit of a few tokens at wide D.
+// of up to 128 rows' work) is several hundred instructions (design.md): several times the work of a unit of a
+// few tokens at wide D.
 RAGGED_HOST_DEVICE std::int64_t warp_share_begin(std::int64_t items, std::int64_t warps, std::int64_t warp) {
   const std::int64_t each = items / warps, extra = items % warps;
   return warp * each + (warp < extra ? warp : extra);

@@ -251,8 +251,7 @@ __global__ void __launch_bounds__(kThreads, (kReduceMinBlocks<T, Acc, V>))
     segment_reduce_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
   stage_plan(L);
-  const std::int64_t total = plan_of<true>(L)[row_groups(L.batch)].units;
-  for_each_unit<true>(L, total, &RowWork::units,
+  for_each_unit<true>(L, &RowWork::units,
                       [&](std::int64_t u, const UnitCursor& at) { reduce_unit<T, OffsetT, Acc, V>(a, u, at); });
 }
 
@@ -339,8 +338,7 @@ __global__ void __launch_bounds__(kThreads)
   const std::int64_t D = g.inner;
   const bool routed = a.op == ReduceOp::kMax || a.op == ReduceOp::kMin;
   stage_plan(L);
-  const std::int64_t total = plan_of<true>(L)[row_groups(L.batch)].units;
-  for_each_unit<true>(L, total, &RowWork::units, [&](std::int64_t unit, const UnitCursor& at) {
+  for_each_unit<true>(L, &RowWork::units, [&](std::int64_t unit, const UnitCursor& at) {
     const std::int64_t b = at.row;
     const std::int64_t local = unit - at.before.units;
     const LaneSlot slot = lane_slot(g, local % g.tiles);
