@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds GPU test programs against the kernel emulator (docs/emulator.md): copies the sources into
+# $BUILD/tree, rewrites each kernel launch (k<<<grid, block, shared, stream>>>(args)) into a call of
+# emu::launch_body with a lambda that calls k(args) (so template arguments are deduced as nvcc does), each
+# `extern __shared__` array into the emulator's dynamic shared memory and the inline PTX outside the replaced
+# headers (ex2.approx) into its emulation, compiles every translation unit as host C++ with cuda_emu.h force-included, and links each test in $TESTS against the
+# emulated runtime instead of libcudart.
+#   tests/emu/build.sh BUILD_DIR test_segment_reduce test_segment_softmax ...
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+build="$(mkdir -p "$1" && cd "$1" && pwd)"
+shift
+tests=("$@")
+cuda_include="${CUDA_INCLUDE:-$(dirname "$(dirname "$(command -v nvcc)")")/include}"
+tree="$build/tree"
+jobs="${EMU_JOBS:-$(nproc)}"
+
+rm -rf "$tree"
+mkdir -p "$tree" "$build/obj"
+cp -r "$root/include" "$root/kernels" "$root/src" "$root/tests" "$tree/"
+# The headers that wrap PTX (mma.sync, ldmatrix, cp.async) are replaced by emulated ones.
+cp "$here/device/mma_sync.cuh" "$here/device/async_copy.cuh" "$tree/kernels/"
+find "$tree" \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.cpp' \) -print0 |
+  xargs -0 perl -0pi -e '
+    s{^([ \t]*)([^\n;]*?)<<<([^\n]*?)>>>\(([^\n]*)\);}{
+      my ($indent, $kernel, $config, $args) = ($1, $2, $3, $4);
+      $indent . "::emu::launch_body(\"" . ($kernel =~ s/"/\\"/gr) . "\", ::emu::config($config), [=] { $kernel($args); });"
+    }gme;
+    s{asm\("ex2\.approx\.ftz\.f32 %0, %1;\\n" : "=f"\((\w+)\) : "f"\((\w+)\)\);}{$1 = ::emu::ex2_approx_ftz($2);}g;
+    s{extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([^\n;\[]*?)\s*(\w+)\[\];}{$1* $2 = reinterpret_cast<$1*>(::emu::dynamic_shared());}g;
+  '
+
+flags=(-std=c++17 -O2 -g -mfma -ffp-contract=fast -fno-strict-aliasing -pthread -include "$here/cuda_emu.h"
+       -I"$here/shim" -I"$tree/include" -I"$tree/kernels" -I"$tree/src" -I"$tree/tests" -I"$tree" -I"$cuda_include"
+       -DRAGGED_EMULATED_KERNELS=1)
+
+# The library as an archive (a test pulls in only what it calls): every source of src/, the kernels named in
+# $EMU_KERNELS (CUB and Thrust calls go to the host stand-ins in shim/). Then the emulated runtime and the GPU
+# test main.
+kernels=(${EMU_KERNELS:-segment_plan segment_reduce segment_softmax offsets})
+lib_sources=("$tree"/src/*.cpp)
+for k in "${kernels[@]}"; do lib_sources+=("$tree/kernels/$k.cu"); done
+main_sources=("$here/emu_runtime.cpp" "$tree/tests/common/test_util.cpp" "$tree/tests/common/gpu_main.cpp")
+
+# src/segment_reduce.cpp and kernels/segment_reduce.cu must not share an object name.
+obj_of() { local src; for src in "$@"; do echo "$build/obj/$(basename "$(dirname "$src")")_$(basename "${src%.*}").o"; done; }
+# Compiles sources into $build/obj, $jobs at a time; fails if any compile fails.
+compile_all() {
+  local pids=() src
+  for src in "$@"; do
+    while (( $(jobs -rp | wc -l) >= jobs )); do sleep 0.2; done
+    g++ "${flags[@]}" -x c++ -c "$src" -o "$(obj_of "$src")" &
+    pids+=($!)
+  done
+  local pid failed=0
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  return $failed
+}
+
+test_sources=()
+for t in "${tests[@]}"; do test_sources+=("$tree/tests/gpu/$t.cu"); done
+compile_all "${lib_sources[@]}" "${main_sources[@]}" "${test_sources[@]}"
+rm -f "$build/libragged_emu.a"
+ar rcs "$build/libragged_emu.a" $(obj_of "${lib_sources[@]}")
+for t in "${tests[@]}"; do
+  g++ -pthread -o "$build/emu_$t" "$(obj_of "$tree/tests/gpu/$t.cu")" $(obj_of "${main_sources[@]}") "$build/libragged_emu.a"
+done

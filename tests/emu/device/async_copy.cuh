@@ -1,0 +1,44 @@
+// Emulator replacement for kernels/async_copy.cuh (tests/emu/build.sh copies it over the original). cp.async
+// copies land only when a cp.async.wait_group lets them: until then the destination keeps its old bytes, so a
+// kernel that reads a tile before waiting for it reads garbage here as it may on the GPU.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstring>
+
+namespace ragged {
+namespace detail {
+
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool valid) {
+  ::emu::ThreadState::PendingCopy copy;
+  copy.dst = ::emu::shared_pointer(dst, 16);
+  if (valid) std::memcpy(copy.bytes, src, 16);  // the source is read at issue; it does not change in a kernel
+  else std::memset(copy.bytes, 0, 16);          // src-size 0: the destination is zero-filled
+  ::emu::g_current->pending.push_back(copy);
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  ::emu::g_current->group_ends.push_back(::emu::g_current->pending.size());
+}
+
+// Completes every committed group but the newest N.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  auto& t = *::emu::g_current;
+  if (t.group_ends.size() <= static_cast<std::size_t>(N)) return;
+  const std::size_t done = t.group_ends[t.group_ends.size() - 1 - N];
+  for (std::size_t i = 0; i < done; ++i) std::memcpy(t.pending[i].dst, t.pending[i].bytes, 16);
+  t.pending.erase(t.pending.begin(), t.pending.begin() + static_cast<std::ptrdiff_t>(done));
+  t.group_ends.erase(t.group_ends.begin(), t.group_ends.end() - N);
+  for (auto& end : t.group_ends) end -= done;
+}
+
+__device__ __forceinline__ void prefetch_l2(const void*) {}
+
+}  // namespace detail
+}  // namespace ragged

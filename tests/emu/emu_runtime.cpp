@@ -1,0 +1,606 @@
+// The CUDA kernel emulator's runtime: fibers for the threads of a block, the scheduler that runs them to their
+// rendezvous points, and the part of the CUDA runtime API that ragged and its tests call (linked instead of
+// libcudart). Device memory is host memory that ends at a guard page, so a read or write past the end of an
+// allocation faults; the fault handler names the kernel, block and thread.
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda_emu.h"
+
+#if !defined(__x86_64__)
+#error "the emulator's fiber switch is written for x86-64"
+#endif
+
+// emu_switch(save, load): saves the callee-saved registers and the floating-point control words on the current
+// stack, stores the stack pointer to *save, then resumes the stack at `load` (saved the same way).
+asm(R"(
+  .text
+  .globl emu_switch
+  .type emu_switch, @function
+emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size emu_switch, .-emu_switch
+)");
+extern "C" void emu_switch(void** save, void* load);
+
+namespace emu {
+
+ThreadState* g_current = nullptr;
+uint3 g_block_idx{0, 0, 0};
+dim3 g_block_dim;
+dim3 g_grid_dim;
+
+namespace {
+
+enum class State { kReady, kWarp, kBlock, kDone };
+
+struct Fiber {
+  ThreadState ts{};
+  void* sp = nullptr;
+  State state = State::kDone;
+  WarpOp op = WarpOp::kSyncWarp;
+  unsigned mask = 0;
+  std::uint64_t value = 0;
+  int arg = 0;
+  int width = 32;
+  std::uint64_t result = 0;
+  WarpComputeFn fn = nullptr;  // kCompute
+  void* io = nullptr;
+};
+
+constexpr std::size_t kStackBytes = 256 * 1024;
+
+struct Scheduler {
+  std::vector<Fiber> fibers;
+  std::vector<char*> stacks;  // each with a guard page below it
+  std::vector<int> order;
+  void* scheduler_sp = nullptr;
+  Fiber* running = nullptr;
+  const std::function<void()>* body = nullptr;
+  const char* kernel = "";
+  std::vector<unsigned char> shared;
+  std::mt19937 rng{12345};
+  long long collectives = 0;
+};
+Scheduler S;
+
+const char* op_name(WarpOp op) {
+  switch (op) {
+    case WarpOp::kShfl: return "__shfl_sync";
+    case WarpOp::kShflUp: return "__shfl_up_sync";
+    case WarpOp::kShflDown: return "__shfl_down_sync";
+    case WarpOp::kShflXor: return "__shfl_xor_sync";
+    case WarpOp::kBallot: return "__ballot_sync";
+    case WarpOp::kAny: return "__any_sync";
+    case WarpOp::kAll: return "__all_sync";
+    case WarpOp::kSyncWarp: return "__syncwarp";
+    case WarpOp::kCompute: return "a warp-wide instruction (mma / ldmatrix)";
+  }
+  return "?";
+}
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "emu: kernel %s, block (%u,%u,%u): %s\n", S.kernel, g_block_idx.x, g_block_idx.y,
+               g_block_idx.z, what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+void fiber_entry() {
+  (*S.body)();
+  S.running->state = State::kDone;
+  emu_switch(&S.running->sp, S.scheduler_sp);
+  std::abort();  // a finished fiber is never resumed
+}
+
+void yield_to_scheduler() { emu_switch(&S.running->sp, S.scheduler_sp); }
+
+char* stack_top(int i) {
+  while (static_cast<int>(S.stacks.size()) <= i) {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* p = mmap(nullptr, kStackBytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) fail("cannot map a fiber stack");
+    mprotect(p, page, PROT_NONE);  // overflow faults instead of corrupting the next stack
+    S.stacks.push_back(static_cast<char*>(p) + page);
+  }
+  return S.stacks[i] + kStackBytes;
+}
+
+// A fresh fiber's stack as emu_switch leaves it: control words, six registers, then the return into
+// fiber_entry, placed so that fiber_entry starts with the stack aligned as after a call.
+void* fresh_stack(int i) {
+  auto* top = reinterpret_cast<std::uint64_t*>(stack_top(i));
+  std::uint64_t* ret = top - 2;  // 16-byte aligned: rsp % 16 == 8 at entry, as after a call
+  *ret = reinterpret_cast<std::uint64_t>(&fiber_entry);
+  std::uint64_t* sp = ret - 7;
+  for (int k = 1; k < 7; ++k) sp[k] = 0;
+  std::uint32_t control[2] = {0x1F80u, 0x037Fu};  // MXCSR and x87 control word defaults
+  std::memcpy(sp, control, sizeof control);
+  return sp;
+}
+
+std::string lane_states(int base, int lanes) {
+  std::string s;
+  for (int l = 0; l < lanes; ++l) {
+    const Fiber& f = S.fibers[base + l];
+    s += f.state == State::kReady ? 'r' : f.state == State::kWarp ? 'w' : f.state == State::kBlock ? 'b' : '-';
+  }
+  return s;
+}
+
+// Releases every warp collective whose mask has fully arrived. Returns whether any was released.
+bool resolve_warps() {
+  bool released = false;
+  const int n = static_cast<int>(S.fibers.size());
+  for (int base = 0; base < n; base += 32) {
+    const int lanes = std::min(32, n - base);
+    for (int l = 0; l < lanes; ++l) {
+      Fiber& f = S.fibers[base + l];
+      if (f.state != State::kWarp) continue;
+      if ((f.mask >> l & 1u) == 0) fail(std::string(op_name(f.op)) + " called by a lane outside its own mask");
+      bool complete = true;
+      for (int j = 0; j < 32; ++j) {
+        if ((f.mask >> j & 1u) == 0) continue;
+        if (j >= lanes) fail(std::string(op_name(f.op)) + " mask names a lane past the end of the block");
+        const Fiber& g = S.fibers[base + j];
+        if (g.state == State::kDone)
+          fail(std::string(op_name(f.op)) + " mask names lane " + std::to_string(j) + ", which has exited (warp " +
+               std::to_string(base / 32) + " lanes " + lane_states(base, lanes) + ")");
+        if (g.state != State::kWarp) {
+          complete = false;
+          continue;
+        }
+        if (g.mask != f.mask || g.op != f.op || g.fn != f.fn)
+          fail(std::string("lanes of warp ") + std::to_string(base / 32) + " meet at different collectives: " +
+               op_name(f.op) + " mask " + std::to_string(f.mask) + " and " + op_name(g.op) + " mask " +
+               std::to_string(g.mask));
+      }
+      if (!complete) continue;
+      const unsigned mask = f.mask;
+      if (f.op == WarpOp::kCompute) {
+        void* io[32];
+        for (int j = 0; j < 32; ++j) io[j] = S.fibers[base + j].io;
+        f.fn(io);
+      }
+      std::uint64_t bits = 0;
+      for (int j = 0; j < 32; ++j)
+        if ((mask >> j & 1u) && S.fibers[base + j].value != 0) bits |= 1ull << j;
+      for (int j = 0; j < 32; ++j) {
+        if ((mask >> j & 1u) == 0) continue;
+        Fiber& g = S.fibers[base + j];
+        const int w = g.width;
+        if (w <= 0 || w > 32 || (w & (w - 1)) != 0) fail("shuffle width is not a power of 2 up to 32");
+        const int seg = j & ~(w - 1), in = j & (w - 1);
+        int src = j;
+        switch (g.op) {
+          case WarpOp::kShfl: src = seg + (g.arg & (w - 1)); break;
+          case WarpOp::kShflUp: src = in >= g.arg ? j - g.arg : j; break;
+          case WarpOp::kShflDown: src = in + g.arg < w ? j + g.arg : j; break;
+          case WarpOp::kShflXor: src = ((j ^ g.arg) & ~(w - 1)) == seg ? (j ^ g.arg) : j; break;
+          default: break;
+        }
+        if (g.op == WarpOp::kBallot) g.result = bits;
+        else if (g.op == WarpOp::kAny) g.result = bits != 0;
+        else if (g.op == WarpOp::kAll) g.result = bits == mask;
+        else if (g.op == WarpOp::kSyncWarp || g.op == WarpOp::kCompute) g.result = 0;
+        else {
+          if ((mask >> src & 1u) == 0)
+            fail(std::string(op_name(g.op)) + ": lane " + std::to_string(j) + " reads lane " + std::to_string(src) +
+                 ", which is not in the mask");
+          g.result = S.fibers[base + src].value;
+        }
+      }
+      for (int j = 0; j < 32; ++j)
+        if (mask >> j & 1u) S.fibers[base + j].state = State::kReady;
+      ++S.collectives;
+      released = true;
+    }
+  }
+  return released;
+}
+
+bool resolve_block() {
+  bool any = false;
+  for (const Fiber& f : S.fibers) {
+    if (f.state == State::kReady || f.state == State::kWarp) return false;
+    any = any || f.state == State::kBlock;
+  }
+  if (!any) return false;
+  for (Fiber& f : S.fibers)
+    if (f.state == State::kBlock) f.state = State::kReady;
+  return true;
+}
+
+enum class Order { kForward, kReverse, kShuffle };
+Order lane_order() {
+  static const Order order = [] {
+    const char* e = std::getenv("EMU_ORDER");
+    if (e == nullptr || std::string(e) == "forward") return Order::kForward;
+    if (std::string(e) == "reverse") return Order::kReverse;
+    return Order::kShuffle;
+  }();
+  return order;
+}
+
+void run_block(int threads) {
+  S.fibers.assign(threads, Fiber{});
+  S.order.resize(threads);
+  for (int t = 0; t < threads; ++t) {
+    Fiber& f = S.fibers[t];
+    f.ts.linear = t;
+    f.ts.thread_idx = uint3{t % g_block_dim.x, t / g_block_dim.x % g_block_dim.y, t / (g_block_dim.x * g_block_dim.y)};
+    f.sp = fresh_stack(t);
+    f.state = State::kReady;
+    S.order[t] = lane_order() == Order::kReverse ? threads - 1 - t : t;
+  }
+  if (lane_order() == Order::kShuffle) std::shuffle(S.order.begin(), S.order.end(), S.rng);
+  std::memset(S.shared.data(), 0xA5, S.shared.size());  // shared memory starts as garbage on the GPU too
+  for (;;) {
+    bool ran = false;
+    for (int t : S.order) {
+      Fiber& f = S.fibers[t];
+      if (f.state != State::kReady) continue;
+      S.running = &f;
+      g_current = &f.ts;
+      emu_switch(&S.scheduler_sp, f.sp);
+      ran = true;
+    }
+    const bool released = resolve_warps() | resolve_block();
+    bool done = true;
+    for (const Fiber& f : S.fibers) done = done && f.state == State::kDone;
+    if (done) return;
+    if (!ran && !released) {
+      std::string states;
+      for (int base = 0; base < threads; base += 32)
+        states += " warp " + std::to_string(base / 32) + ":" + lane_states(base, std::min(32, threads - base));
+      fail("deadlock (r ready, w at a warp collective, b at __syncthreads, - exited):" + states);
+    }
+  }
+}
+
+// Faults inside a kernel are most likely out-of-bounds accesses: say where before dying.
+void on_fault(int sig, siginfo_t* info, void*) {
+  if (S.running != nullptr)
+    std::fprintf(stderr, "emu: %s at address %p in kernel %s, block (%u,%u,%u), thread %d\n",
+                 sig == SIGSEGV ? "segmentation fault" : "bus error", info->si_addr, S.kernel, g_block_idx.x,
+                 g_block_idx.y, g_block_idx.z, S.running->ts.linear);
+  else
+    std::fprintf(stderr, "emu: %s at address %p outside any kernel\n", sig == SIGSEGV ? "segmentation fault" : "bus error",
+                 info->si_addr);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+// The handler runs on its own stack: a fault may be a fiber's stack overflow.
+struct FaultHandler {
+  FaultHandler() {
+    static std::vector<char> alt(1 << 16);
+    stack_t ss{};
+    ss.ss_sp = alt.data();
+    ss.ss_size = alt.size();
+    sigaltstack(&ss, nullptr);
+    struct sigaction sa {};
+    sa.sa_sigaction = &on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, nullptr);
+    sigaction(SIGBUS, &sa, nullptr);
+  }
+} g_fault_handler;
+
+// --- the runtime API ------------------------------------------------------------------------------------------
+
+cudaError_t g_last_error = cudaSuccess;
+cudaError_t set_error(cudaError_t e) {
+  if (e != cudaSuccess) g_last_error = e;
+  return e;
+}
+
+struct Graph {
+  std::vector<std::function<void()>> steps;
+};
+std::map<cudaStream_t, std::shared_ptr<Graph>> g_capturing;
+
+// Runs `step` now, or appends it to the graph its stream is capturing.
+void enqueue(cudaStream_t stream, std::function<void()> step) {
+  const auto c = g_capturing.find(stream);
+  if (c != g_capturing.end()) c->second->steps.push_back(std::move(step));
+  else step();
+}
+
+bool is_capturing(cudaStream_t stream) { return g_capturing.count(stream) != 0; }
+
+struct Allocation {
+  void* base;
+  std::size_t mapped;
+};
+std::map<void*, Allocation> g_allocations;
+
+int env_int(const char* name, int fallback) {
+  const char* e = std::getenv(name);
+  return e == nullptr ? fallback : std::atoi(e);
+}
+
+}  // namespace
+
+std::uint64_t warp_collective(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width) {
+  Fiber& f = *S.running;
+  f.op = op;
+  f.mask = mask;
+  f.value = value;
+  f.arg = arg;
+  f.width = width;
+  f.state = State::kWarp;
+  yield_to_scheduler();
+  return f.result;
+}
+
+void warp_compute(WarpComputeFn fn, void* io) {
+  Fiber& f = *S.running;
+  if (S.fibers.size() % 32 != 0) fail("a warp-wide instruction in a block whose last warp is partial");
+  f.fn = fn;
+  f.io = io;
+  warp_collective(WarpOp::kCompute, 0xffffffffu, 0, 0, 32);
+  f.fn = nullptr;
+}
+
+std::size_t shared_offset(const void* p) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  if (c < S.shared.data() || c > S.shared.data() + S.shared.size()) fail("__cvta_generic_to_shared of a pointer outside dynamic shared memory");
+  return static_cast<std::size_t>(c - S.shared.data());
+}
+
+void* shared_pointer(unsigned offset, std::size_t bytes) {
+  if (offset + bytes > S.shared.size() - 16) fail("a shared-memory access past the block's dynamic shared memory");
+  return S.shared.data() + offset;
+}
+
+void block_barrier() {
+  S.running->state = State::kBlock;
+  yield_to_scheduler();
+}
+
+void* dynamic_shared() { return S.shared.data(); }
+
+void device_error(const char* what) { fail(what); }
+
+void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body) {
+  if (std::getenv("EMU_TRACE") != nullptr)
+    std::fprintf(stderr, "emu: launch %s grid (%u,%u,%u) block (%u,%u,%u) shared %zu%s\n", name, c.grid.x, c.grid.y,
+                 c.grid.z, c.block.x, c.block.y, c.block.z, c.shared, is_capturing(c.stream) ? " (captured)" : "");
+  const std::uint64_t threads = std::uint64_t{c.block.x} * c.block.y * c.block.z;
+  const bool bad = threads == 0 || threads > 1024 || c.block.z > 64 || c.grid.x == 0 || c.grid.y == 0 ||
+                   c.grid.z == 0 || c.grid.x > 0x7fffffffu || c.grid.y > 65535 || c.grid.z > 65535;
+  if (bad) {
+    set_error(cudaErrorInvalidConfiguration);
+    return;
+  }
+  // The 48 KB default needs cudaFuncSetAttribute to go past; the emulator cannot tie a launch to its kernel's
+  // attribute, so it only holds the device's opt-in limit.
+  if (c.shared > 232448) {
+    set_error(cudaErrorInvalidValue);
+    return;
+  }
+  enqueue(c.stream, [name, c, threads, body = std::move(body)] {
+    S.kernel = name;
+    S.body = &body;
+    S.shared.assign(c.shared + 16, 0);
+    g_block_dim = c.block;
+    g_grid_dim = c.grid;
+    for (unsigned z = 0; z < c.grid.z; ++z)
+      for (unsigned y = 0; y < c.grid.y; ++y)
+        for (unsigned x = 0; x < c.grid.x; ++x) {
+          const bool reverse = std::getenv("EMU_BLOCKS") != nullptr && std::string(std::getenv("EMU_BLOCKS")) == "reverse";
+          g_block_idx = reverse ? uint3{c.grid.x - 1 - x, c.grid.y - 1 - y, c.grid.z - 1 - z} : uint3{x, y, z};
+          run_block(static_cast<int>(threads));
+        }
+    S.running = nullptr;
+    g_current = nullptr;
+  });
+}
+
+}  // namespace emu
+
+using emu::enqueue;
+using emu::set_error;
+
+// --- CUDA runtime API, as far as ragged uses it -----------------------------------------------------------------
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
+  switch (attr) {
+    case cudaDevAttrMultiProcessorCount: *value = emu::env_int("EMU_SMS", 132); return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = 232448; return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = 49152; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
+    case cudaDevAttrCooperativeLaunch: *value = 0; return cudaSuccess;
+    default: return set_error(cudaErrorInvalidValue);
+  }
+}
+
+cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute attr, int value) {
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize && (value < 0 || value > 232448))
+    return set_error(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void*, int, size_t) {
+  *blocks = emu::env_int("EMU_BLOCKS_PER_SM", 2);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void) {
+  const cudaError_t e = emu::g_last_error;
+  emu::g_last_error = cudaSuccess;
+  return e;
+}
+cudaError_t cudaPeekAtLastError(void) { return emu::g_last_error; }
+
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    default: return "emulated CUDA error";
+  }
+}
+const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    default: return "cudaErrorUnknown";
+  }
+}
+
+// Device memory ends at a guard page (16-byte aligned start), so running off the end faults at once.
+cudaError_t cudaMalloc(void** ptr, size_t bytes) {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t rounded = (bytes + 15) / 16 * 16;
+  const std::size_t data_pages = (rounded + page - 1) / page;
+  const std::size_t mapped = (data_pages + 1) * page;
+  void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) return set_error(cudaErrorMemoryAllocation);
+  char* guard = static_cast<char*>(base) + data_pages * page;
+  mprotect(guard, page, PROT_NONE);
+  char* p = guard - rounded;
+  std::memset(p, 0xCD, rounded);  // never zero: a kernel that reads before writing sees garbage
+  emu::g_allocations[p] = emu::Allocation{base, mapped};
+  *ptr = p;
+  return cudaSuccess;
+}
+cudaError_t cudaFree(void* ptr) {
+  if (ptr == nullptr) return cudaSuccess;
+  const auto a = emu::g_allocations.find(ptr);
+  if (a == emu::g_allocations.end()) return set_error(cudaErrorInvalidValue);
+  munmap(a->second.base, a->second.mapped);
+  emu::g_allocations.erase(a);
+  return cudaSuccess;
+}
+cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) { return cudaMalloc(ptr, bytes); }
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+  if (bytes > 0) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t stream) {
+  enqueue(stream, [=] {
+    if (bytes > 0) std::memmove(dst, src, bytes);
+  });
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
+  std::memset(dst, value, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
+  enqueue(stream, [=] { std::memset(dst, value, bytes); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {
+  static int next = 1;
+  *stream = reinterpret_cast<cudaStream_t>(static_cast<std::uintptr_t>(0x1000 + 16 * next++));
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, 0); }
+cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (emu::is_capturing(stream)) return set_error(cudaErrorStreamCaptureUnsupported);
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize(void) {
+  if (!emu::g_capturing.empty()) return set_error(cudaErrorStreamCaptureUnsupported);
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
+  static int next = 1;
+  *event = reinterpret_cast<cudaEvent_t>(static_cast<std::uintptr_t>(0x2000 + 16 * next++));
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, 0); }
+cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+  if (stream == nullptr || emu::is_capturing(stream)) return set_error(cudaErrorInvalidValue);
+  emu::g_capturing[stream] = std::make_shared<emu::Graph>();
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  const auto c = emu::g_capturing.find(stream);
+  if (c == emu::g_capturing.end()) return set_error(cudaErrorInvalidValue);
+  *graph = reinterpret_cast<cudaGraph_t>(new emu::Graph(*c->second));
+  emu::g_capturing.erase(c);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  *status = emu::is_capturing(stream) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  *exec = reinterpret_cast<cudaGraphExec_t>(new emu::Graph(*reinterpret_cast<emu::Graph*>(graph)));
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  for (const auto& step : reinterpret_cast<emu::Graph*>(exec)->steps) enqueue(stream, step);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete reinterpret_cast<emu::Graph*>(graph);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete reinterpret_cast<emu::Graph*>(exec);
+  return cudaSuccess;
+}
+
+}  // extern "C"

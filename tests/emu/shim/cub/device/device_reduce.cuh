@@ -1,0 +1,24 @@
+// Emulator stand-in for CUB's device reductions (tests/emu), computed on the host as one stream step.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "emu_algorithms.h"
+
+namespace cub {
+
+struct DeviceReduce {
+  template <typename In, typename Out, typename NumItems, typename Op, typename T>
+  static cudaError_t Reduce(void* temp, std::size_t& temp_bytes, In in, Out out, NumItems n, Op op, T init,
+                            cudaStream_t stream = nullptr) {
+    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes);
+    return ::emu::shim::step("cub::DeviceReduce::Reduce", stream, [=]() mutable {
+      T acc = init;
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) acc = op(acc, in[i]);
+      *out = acc;
+    });
+  }
+};
+
+}  // namespace cub

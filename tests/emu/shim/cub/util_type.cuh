@@ -1,0 +1,15 @@
+// Emulator stand-in for CUB's DoubleBuffer (tests/emu/shim).
+#pragma once
+
+namespace cub {
+
+template <typename T>
+struct DoubleBuffer {
+  T* d_buffers[2];
+  int selector = 0;
+  DoubleBuffer(T* current, T* alternate) : d_buffers{current, alternate} {}
+  T* Current() const { return d_buffers[selector]; }
+  T* Alternate() const { return d_buffers[selector ^ 1]; }
+};
+
+}  // namespace cub
