@@ -124,8 +124,8 @@ Status launch_rnn_persistent(const RnnRecurrenceArgs<T>& args, const RnnPersiste
   p.proj = make_rnn_gemm_geometry(plan.proj_units, args.hidden, sizeof(T));
   p.shared = make_rnn_shared_layout(p.gate, p.proj, args.proj > 0, true, sizeof(T));
   rnn::fill_vector_flags(p);
-  const void* kernel = reinterpret_cast<const void*>(&rnn::rnn_persistent_kernel<T>);
-  Status s = rnn::set_shared_limit(kernel, p.shared.total, "rnn_persistent_kernel");
+  auto* kernel = &rnn::rnn_persistent_kernel<T>;
+  Status s = rnn::set_shared_limit(reinterpret_cast<const void*>(kernel), p.shared.total, "rnn_persistent_kernel");
   if (s != Status::kSuccess) return s;
   void* kernel_args[] = {&p};
   const dim3 grid(static_cast<unsigned>(args.dirs * plan.slices));

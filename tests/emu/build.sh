@@ -23,8 +23,8 @@ cp -r "$root/include" "$root/kernels" "$root/src" "$root/tests" "$tree/"
 cp "$here/device/mma_sync.cuh" "$here/device/async_copy.cuh" "$tree/kernels/"
 find "$tree" \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.cpp' \) -print0 |
   xargs -0 perl -0pi -e '
-    s{^([ \t]*)([^\n;]*?)<<<([^\n]*?)>>>\(([^\n]*)\);}{
-      my ($indent, $kernel, $config, $args) = ($1, $2, $3, $4);
+    s{^([ \t]*)((?:if \([^\n]*?\) |else )?)([^\n;]*?)<<<([^\n]*?)>>>\(([^;]*?)\);}{
+      my ($indent, $kernel, $config, $args) = ($1 . $2, $3, $4, $5);
       $indent . "::emu::launch_body(\"" . ($kernel =~ s/"/\\"/gr) . "\", ::emu::config($config), [=] { $kernel($args); });"
     }gme;
     s{asm\("ex2\.approx\.ftz\.f32 %0, %1;\\n" : "=f"\((\w+)\) : "f"\((\w+)\)\);}{$1 = ::emu::ex2_approx_ftz($2);}g;
@@ -41,7 +41,7 @@ flags=(-std=c++17 -O2 -g -mfma -ffp-contract=fast -fno-strict-aliasing -pthread 
 kernels=(${EMU_KERNELS:-segment_plan segment_reduce segment_softmax offsets})
 lib_sources=("$tree"/src/*.cpp)
 for k in "${kernels[@]}"; do lib_sources+=("$tree/kernels/$k.cu"); done
-main_sources=("$here/emu_runtime.cpp" "$tree/tests/common/test_util.cpp" "$tree/tests/common/gpu_main.cpp")
+main_sources=("$here/emu_runtime.cpp" "$here/emu_cublas.cpp" "$tree/tests/common/test_util.cpp" "$tree/tests/common/gpu_main.cpp")
 
 # src/segment_reduce.cpp and kernels/segment_reduce.cu must not share an object name.
 obj_of() { local src; for src in "$@"; do echo "$build/obj/$(basename "$(dirname "$src")")_$(basename "${src%.*}").o"; done; }

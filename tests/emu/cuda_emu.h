@@ -50,7 +50,9 @@ namespace emu {
 // The fiber running now: its thread index and its block's geometry.
 struct ThreadState {
   uint3 thread_idx;
+  uint3 block_idx;
   int linear;  // thread index within the block
+  int slot;    // which of the blocks running together (a cooperative grid runs all at once)
   // cp.async copies issued and not yet waited for, and where each committed group ends in that list.
   struct PendingCopy {
     void* dst;
@@ -60,7 +62,6 @@ struct ThreadState {
   std::vector<std::size_t> group_ends;
 };
 extern ThreadState* g_current;
-extern uint3 g_block_idx;
 extern dim3 g_block_dim;
 extern dim3 g_grid_dim;
 
@@ -76,6 +77,7 @@ void warp_compute(WarpComputeFn fn, void* io);
 std::size_t shared_offset(const void* p);
 void* shared_pointer(unsigned offset, std::size_t bytes);
 void block_barrier();
+void grid_barrier();  // cooperative_groups::this_grid().sync()
 void* dynamic_shared();
 [[noreturn]] void device_error(const char* what);
 
@@ -96,7 +98,7 @@ T from_bits(std::uint64_t bits) {
 }  // namespace emu
 
 #define threadIdx (::emu::g_current->thread_idx)
-#define blockIdx (::emu::g_block_idx)
+#define blockIdx (::emu::g_current->block_idx)
 #define blockDim (::emu::g_block_dim)
 #define gridDim (::emu::g_grid_dim)
 #define warpSize 32
@@ -219,6 +221,21 @@ cudaError_t cudaFuncSetAttribute(void (*kernel)(P...), cudaFuncAttribute attr, i
 }
 
 namespace emu {
+struct LaunchConfig;
+}
+
+// cudaLaunchCooperativeKernel on a kernel: args[i] points to parameter i, copied at the launch. Every block of
+// the grid runs at once, so that grid.sync() can hold them.
+template <typename... P, std::size_t... I>
+cudaError_t emu_launch_cooperative(void (*kernel)(P...), dim3 grid, dim3 block, void** args, std::size_t shared,
+                                   cudaStream_t stream, std::index_sequence<I...>);
+template <typename... P>
+cudaError_t cudaLaunchCooperativeKernel(void (*kernel)(P...), dim3 grid, dim3 block, void** args,
+                                        std::size_t shared = 0, cudaStream_t stream = nullptr) {
+  return emu_launch_cooperative(kernel, grid, block, args, shared, stream, std::index_sequence_for<P...>{});
+}
+
+namespace emu {
 
 struct LaunchConfig {
   dim3 grid;
@@ -233,10 +250,19 @@ inline LaunchConfig config(dim3 grid, dim3 block, std::size_t shared = 0, cudaSt
 // Runs (or, while its stream is captured, records) body() for every thread of the grid. The build rewrites
 // kernel<<<grid, block, shared, stream>>>(args) into launch_body("kernel", config(grid, block, shared, stream),
 // [=] { kernel(args); }): the arguments are copied at the launch, and every thread gets its own copy.
-void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body);
+void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body, bool cooperative = false);
 
 }  // namespace emu
 
 // Device code guarded by an architecture check (#if __CUDA_ARCH__ >= 800) is the code to emulate: from here on
 // every translation unit reads as device code for sm_90. The CUDA headers above were read as host code.
 #define __CUDA_ARCH__ 900
+
+template <typename... P, std::size_t... I>
+cudaError_t emu_launch_cooperative(void (*kernel)(P...), dim3 grid, dim3 block, void** args, std::size_t shared,
+                                   cudaStream_t stream, std::index_sequence<I...>) {
+  auto params = std::make_shared<std::tuple<std::decay_t<P>...>>(*static_cast<std::decay_t<P>*>(args[I])...);
+  ::emu::launch_body("cooperative kernel", ::emu::config(grid, block, shared, stream),
+                     [kernel, params] { std::apply(kernel, *params); }, true);
+  return cudaPeekAtLastError();
+}

@@ -55,13 +55,12 @@ extern "C" void emu_switch(void** save, void* load);
 namespace emu {
 
 ThreadState* g_current = nullptr;
-uint3 g_block_idx{0, 0, 0};
 dim3 g_block_dim;
 dim3 g_grid_dim;
 
 namespace {
 
-enum class State { kReady, kWarp, kBlock, kDone };
+enum class State { kReady, kWarp, kBlock, kGrid, kDone };
 
 struct Fiber {
   ThreadState ts{};
@@ -77,17 +76,22 @@ struct Fiber {
   void* io = nullptr;
 };
 
-constexpr std::size_t kStackBytes = 256 * 1024;
+// Fiber stacks come 1024 to a mapping (a guard page each would split a cooperative grid of 30000+ threads into
+// more mappings than Linux allows); an overflow is caught by a canary at each stack's bottom instead.
+constexpr std::size_t kStackBytes = 128 * 1024;
+constexpr std::size_t kStacksPerMapping = 1024;
+constexpr std::uint64_t kStackCanary = 0x5AFE57AC4CA7A4ull;
 
 struct Scheduler {
   std::vector<Fiber> fibers;
-  std::vector<char*> stacks;  // each with a guard page below it
+  std::vector<char*> stacks;  // bottoms; the canary sits there
   std::vector<int> order;
   void* scheduler_sp = nullptr;
   Fiber* running = nullptr;
   const std::function<void()>* body = nullptr;
   const char* kernel = "";
-  std::vector<unsigned char> shared;
+  int threads = 0;                                  // per block
+  std::vector<std::vector<unsigned char>> shared;  // per running block: dynamic shared memory + 16 spare bytes
   std::mt19937 rng{12345};
   long long collectives = 0;
 };
@@ -109,8 +113,11 @@ const char* op_name(WarpOp op) {
 }
 
 [[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "emu: kernel %s, block (%u,%u,%u): %s\n", S.kernel, g_block_idx.x, g_block_idx.y,
-               g_block_idx.z, what.c_str());
+  if (S.running != nullptr)
+    std::fprintf(stderr, "emu: kernel %s, block (%u,%u,%u), thread %d: %s\n", S.kernel, S.running->ts.block_idx.x,
+                 S.running->ts.block_idx.y, S.running->ts.block_idx.z, S.running->ts.linear, what.c_str());
+  else
+    std::fprintf(stderr, "emu: kernel %s: %s\n", S.kernel, what.c_str());
   std::fflush(stderr);
   std::abort();
 }
@@ -126,13 +133,18 @@ void yield_to_scheduler() { emu_switch(&S.running->sp, S.scheduler_sp); }
 
 char* stack_top(int i) {
   while (static_cast<int>(S.stacks.size()) <= i) {
-    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    void* p = mmap(nullptr, kStackBytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) fail("cannot map a fiber stack");
-    mprotect(p, page, PROT_NONE);  // overflow faults instead of corrupting the next stack
-    S.stacks.push_back(static_cast<char*>(p) + page);
+    void* p = mmap(nullptr, kStackBytes * kStacksPerMapping, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) fail("cannot map fiber stacks");
+    for (std::size_t k = 0; k < kStacksPerMapping; ++k) S.stacks.push_back(static_cast<char*>(p) + k * kStackBytes);
   }
+  std::memcpy(S.stacks[i], &kStackCanary, sizeof kStackCanary);
   return S.stacks[i] + kStackBytes;
+}
+
+void check_stack(int i) {
+  if (std::memcmp(S.stacks[i], &kStackCanary, sizeof kStackCanary) != 0)
+    fail("fiber stack overflow (" + std::to_string(kStackBytes / 1024) + " KB)");
 }
 
 // A fresh fiber's stack as emu_switch leaves it: control words, six registers, then the return into
@@ -152,7 +164,8 @@ std::string lane_states(int base, int lanes) {
   std::string s;
   for (int l = 0; l < lanes; ++l) {
     const Fiber& f = S.fibers[base + l];
-    s += f.state == State::kReady ? 'r' : f.state == State::kWarp ? 'w' : f.state == State::kBlock ? 'b' : '-';
+    s += f.state == State::kReady ? 'r' : f.state == State::kWarp ? 'w' : f.state == State::kBlock ? 'b'
+         : f.state == State::kGrid ? 'g' : '-';
   }
   return s;
 }
@@ -161,8 +174,9 @@ std::string lane_states(int base, int lanes) {
 bool resolve_warps() {
   bool released = false;
   const int n = static_cast<int>(S.fibers.size());
-  for (int base = 0; base < n; base += 32) {
-    const int lanes = std::min(32, n - base);
+  for (int block0 = 0; block0 < n; block0 += S.threads)
+  for (int base = block0; base < block0 + S.threads; base += 32) {
+    const int lanes = std::min(32, block0 + S.threads - base);
     for (int l = 0; l < lanes; ++l) {
       Fiber& f = S.fibers[base + l];
       if (f.state != State::kWarp) continue;
@@ -189,7 +203,9 @@ bool resolve_warps() {
       if (f.op == WarpOp::kCompute) {
         void* io[32];
         for (int j = 0; j < 32; ++j) io[j] = S.fibers[base + j].io;
+        S.running = &f;  // the warp's block: its shared memory, and where an error is reported
         f.fn(io);
+        S.running = nullptr;
       }
       std::uint64_t bits = 0;
       for (int j = 0; j < 32; ++j)
@@ -228,15 +244,35 @@ bool resolve_warps() {
   return released;
 }
 
-bool resolve_block() {
+// Releases the blocks whose every thread has reached __syncthreads or exited.
+bool resolve_blocks() {
+  bool released = false;
+  for (std::size_t block0 = 0; block0 < S.fibers.size(); block0 += S.threads) {
+    bool any = false, blocked = true;
+    for (std::size_t t = block0; t < block0 + S.threads; ++t) {
+      const State st = S.fibers[t].state;
+      if (st != State::kBlock && st != State::kDone) blocked = false;
+      any = any || st == State::kBlock;
+    }
+    if (!any || !blocked) continue;
+    for (std::size_t t = block0; t < block0 + S.threads; ++t)
+      if (S.fibers[t].state == State::kBlock) S.fibers[t].state = State::kReady;
+    released = true;
+  }
+  return released;
+}
+
+// Releases grid.sync() once every thread of the grid is there; a thread that exited instead would hang the GPU.
+bool resolve_grid() {
   bool any = false;
   for (const Fiber& f : S.fibers) {
-    if (f.state == State::kReady || f.state == State::kWarp) return false;
-    any = any || f.state == State::kBlock;
+    if (f.state != State::kGrid && f.state != State::kDone) return false;
+    any = any || f.state == State::kGrid;
   }
   if (!any) return false;
-  for (Fiber& f : S.fibers)
-    if (f.state == State::kBlock) f.state = State::kReady;
+  for (const Fiber& f : S.fibers)
+    if (f.state == State::kDone) fail("grid.sync() while some threads of the grid have exited");
+  for (Fiber& f : S.fibers) f.state = State::kReady;
   return true;
 }
 
@@ -251,19 +287,28 @@ Order lane_order() {
   return order;
 }
 
-void run_block(int threads) {
-  S.fibers.assign(threads, Fiber{});
-  S.order.resize(threads);
-  for (int t = 0; t < threads; ++t) {
+// Runs the given blocks together to completion: one block at a time for a normal launch, the whole grid for a
+// cooperative one.
+void run_blocks(const std::vector<uint3>& blocks, std::size_t shared_bytes) {
+  const int threads = S.threads;
+  const int n = static_cast<int>(blocks.size()) * threads;
+  S.fibers.assign(n, Fiber{});
+  S.order.resize(n);
+  S.shared.resize(blocks.size());
+  for (auto& buffer : S.shared) buffer.assign(shared_bytes + 16, 0xA5);  // garbage at the start, as on the GPU
+  for (int t = 0; t < n; ++t) {
     Fiber& f = S.fibers[t];
-    f.ts.linear = t;
-    f.ts.thread_idx = uint3{t % g_block_dim.x, t / g_block_dim.x % g_block_dim.y, t / (g_block_dim.x * g_block_dim.y)};
+    const int linear = t % threads;
+    f.ts.linear = linear;
+    f.ts.slot = t / threads;
+    f.ts.block_idx = blocks[t / threads];
+    f.ts.thread_idx = uint3{linear % g_block_dim.x, linear / g_block_dim.x % g_block_dim.y,
+                            linear / (g_block_dim.x * g_block_dim.y)};
     f.sp = fresh_stack(t);
     f.state = State::kReady;
-    S.order[t] = lane_order() == Order::kReverse ? threads - 1 - t : t;
+    S.order[t] = lane_order() == Order::kReverse ? n - 1 - t : t;
   }
   if (lane_order() == Order::kShuffle) std::shuffle(S.order.begin(), S.order.end(), S.rng);
-  std::memset(S.shared.data(), 0xA5, S.shared.size());  // shared memory starts as garbage on the GPU too
   for (;;) {
     bool ran = false;
     for (int t : S.order) {
@@ -272,17 +317,21 @@ void run_block(int threads) {
       S.running = &f;
       g_current = &f.ts;
       emu_switch(&S.scheduler_sp, f.sp);
+      check_stack(t);
       ran = true;
     }
-    const bool released = resolve_warps() | resolve_block();
+    S.running = nullptr;
+    const bool released = resolve_warps() | resolve_blocks() | resolve_grid();
     bool done = true;
     for (const Fiber& f : S.fibers) done = done && f.state == State::kDone;
     if (done) return;
     if (!ran && !released) {
       std::string states;
-      for (int base = 0; base < threads; base += 32)
-        states += " warp " + std::to_string(base / 32) + ":" + lane_states(base, std::min(32, threads - base));
-      fail("deadlock (r ready, w at a warp collective, b at __syncthreads, - exited):" + states);
+      for (int block0 = 0; block0 < n; block0 += threads)
+        for (int base = block0; base < block0 + threads; base += 32)
+          states += " block " + std::to_string(block0 / threads) + " warp " + std::to_string((base - block0) / 32) +
+                    ":" + lane_states(base, std::min(32, block0 + threads - base));
+      fail("deadlock (r ready, w at a warp collective, b at __syncthreads, g at grid.sync, - exited):" + states);
     }
   }
 }
@@ -291,8 +340,9 @@ void run_block(int threads) {
 void on_fault(int sig, siginfo_t* info, void*) {
   if (S.running != nullptr)
     std::fprintf(stderr, "emu: %s at address %p in kernel %s, block (%u,%u,%u), thread %d\n",
-                 sig == SIGSEGV ? "segmentation fault" : "bus error", info->si_addr, S.kernel, g_block_idx.x,
-                 g_block_idx.y, g_block_idx.z, S.running->ts.linear);
+                 sig == SIGSEGV ? "segmentation fault" : "bus error", info->si_addr, S.kernel,
+                 S.running->ts.block_idx.x, S.running->ts.block_idx.y, S.running->ts.block_idx.z,
+                 S.running->ts.linear);
   else
     std::fprintf(stderr, "emu: %s at address %p outside any kernel\n", sig == SIGSEGV ? "segmentation fault" : "bus error",
                  info->si_addr);
@@ -300,7 +350,7 @@ void on_fault(int sig, siginfo_t* info, void*) {
   raise(sig);
 }
 
-// The handler runs on its own stack: a fault may be a fiber's stack overflow.
+// The handler runs on its own stack, in case a fault is a fiber's stack overflow into its neighbour's mapping.
 struct FaultHandler {
   FaultHandler() {
     static std::vector<char> alt(1 << 16);
@@ -344,6 +394,12 @@ struct Allocation {
 };
 std::map<void*, Allocation> g_allocations;
 
+// Streams and events are names only (work runs at once, in order): distinct non-null values.
+std::uintptr_t next_handle() {
+  static std::uintptr_t next = 0x1000;
+  return next += 16;
+}
+
 int env_int(const char* name, int fallback) {
   const char* e = std::getenv(name);
   return e == nullptr ? fallback : std::atoi(e);
@@ -365,22 +421,27 @@ std::uint64_t warp_collective(WarpOp op, unsigned mask, std::uint64_t value, int
 
 void warp_compute(WarpComputeFn fn, void* io) {
   Fiber& f = *S.running;
-  if (S.fibers.size() % 32 != 0) fail("a warp-wide instruction in a block whose last warp is partial");
+  if (S.threads % 32 != 0) fail("a warp-wide instruction in a block whose last warp is partial");
   f.fn = fn;
   f.io = io;
   warp_collective(WarpOp::kCompute, 0xffffffffu, 0, 0, 32);
   f.fn = nullptr;
 }
 
+std::vector<unsigned char>& block_shared() { return S.shared[S.running->ts.slot]; }
+
 std::size_t shared_offset(const void* p) {
   const auto* c = static_cast<const unsigned char*>(p);
-  if (c < S.shared.data() || c > S.shared.data() + S.shared.size()) fail("__cvta_generic_to_shared of a pointer outside dynamic shared memory");
-  return static_cast<std::size_t>(c - S.shared.data());
+  const auto& shared = block_shared();
+  if (c < shared.data() || c > shared.data() + shared.size())
+    fail("__cvta_generic_to_shared of a pointer outside the block's dynamic shared memory");
+  return static_cast<std::size_t>(c - shared.data());
 }
 
 void* shared_pointer(unsigned offset, std::size_t bytes) {
-  if (offset + bytes > S.shared.size() - 16) fail("a shared-memory access past the block's dynamic shared memory");
-  return S.shared.data() + offset;
+  auto& shared = block_shared();
+  if (offset + bytes > shared.size() - 16) fail("a shared-memory access past the block's dynamic shared memory");
+  return shared.data() + offset;
 }
 
 void block_barrier() {
@@ -388,14 +449,20 @@ void block_barrier() {
   yield_to_scheduler();
 }
 
-void* dynamic_shared() { return S.shared.data(); }
+void grid_barrier() {
+  S.running->state = State::kGrid;
+  yield_to_scheduler();
+}
+
+void* dynamic_shared() { return block_shared().data(); }
 
 void device_error(const char* what) { fail(what); }
 
-void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body) {
+void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body, bool cooperative) {
   if (std::getenv("EMU_TRACE") != nullptr)
-    std::fprintf(stderr, "emu: launch %s grid (%u,%u,%u) block (%u,%u,%u) shared %zu%s\n", name, c.grid.x, c.grid.y,
-                 c.grid.z, c.block.x, c.block.y, c.block.z, c.shared, is_capturing(c.stream) ? " (captured)" : "");
+    std::fprintf(stderr, "emu: launch %s grid (%u,%u,%u) block (%u,%u,%u) shared %zu%s%s\n", name, c.grid.x, c.grid.y,
+                 c.grid.z, c.block.x, c.block.y, c.block.z, c.shared, cooperative ? " (cooperative)" : "",
+                 is_capturing(c.stream) ? " (captured)" : "");
   const std::uint64_t threads = std::uint64_t{c.block.x} * c.block.y * c.block.z;
   const bool bad = threads == 0 || threads > 1024 || c.block.z > 64 || c.grid.x == 0 || c.grid.y == 0 ||
                    c.grid.z == 0 || c.grid.x > 0x7fffffffu || c.grid.y > 65535 || c.grid.z > 65535;
@@ -409,19 +476,27 @@ void launch_body(const char* name, const LaunchConfig& c, std::function<void()> 
     set_error(cudaErrorInvalidValue);
     return;
   }
-  enqueue(c.stream, [name, c, threads, body = std::move(body)] {
+  const std::uint64_t blocks = std::uint64_t{c.grid.x} * c.grid.y * c.grid.z;
+  if (cooperative && blocks > static_cast<std::uint64_t>(env_int("EMU_SMS", 132)) * env_int("EMU_BLOCKS_PER_SM", 2)) {
+    set_error(cudaErrorCooperativeLaunchTooLarge);
+    return;
+  }
+  enqueue(c.stream, [name, c, threads, cooperative, body = std::move(body)] {
     S.kernel = name;
     S.body = &body;
-    S.shared.assign(c.shared + 16, 0);
+    S.threads = static_cast<int>(threads);
     g_block_dim = c.block;
     g_grid_dim = c.grid;
+    const char* order = std::getenv("EMU_BLOCKS");
+    const bool reverse = order != nullptr && std::string(order) == "reverse";
+    std::vector<uint3> all;
     for (unsigned z = 0; z < c.grid.z; ++z)
       for (unsigned y = 0; y < c.grid.y; ++y)
-        for (unsigned x = 0; x < c.grid.x; ++x) {
-          const bool reverse = std::getenv("EMU_BLOCKS") != nullptr && std::string(std::getenv("EMU_BLOCKS")) == "reverse";
-          g_block_idx = reverse ? uint3{c.grid.x - 1 - x, c.grid.y - 1 - y, c.grid.z - 1 - z} : uint3{x, y, z};
-          run_block(static_cast<int>(threads));
-        }
+        for (unsigned x = 0; x < c.grid.x; ++x) all.push_back(uint3{x, y, z});
+    if (reverse) std::reverse(all.begin(), all.end());
+    if (cooperative) run_blocks(all, c.shared);
+    else
+      for (const uint3& b : all) run_blocks({b}, c.shared);
     S.running = nullptr;
     g_current = nullptr;
   });
@@ -453,7 +528,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
     case cudaDevAttrMaxSharedMemoryPerBlock: *value = 49152; return cudaSuccess;
     case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
     case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
-    case cudaDevAttrCooperativeLaunch: *value = 0; return cudaSuccess;
+    case cudaDevAttrCooperativeLaunch: *value = 1; return cudaSuccess;
     default: return set_error(cudaErrorInvalidValue);
   }
 }
@@ -461,6 +536,12 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
 cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute attr, int value) {
   if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize && (value < 0 || value > 232448))
     return set_error(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void*) {
+  *attributes = cudaFuncAttributes{};  // kernels under emulation declare no static shared memory that counts
+  attributes->maxThreadsPerBlock = 1024;
   return cudaSuccess;
 }
 
@@ -545,8 +626,7 @@ cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t str
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {
-  static int next = 1;
-  *stream = reinterpret_cast<cudaStream_t>(static_cast<std::uintptr_t>(0x1000 + 16 * next++));
+  *stream = reinterpret_cast<cudaStream_t>(emu::next_handle());
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, 0); }
@@ -560,8 +640,7 @@ cudaError_t cudaDeviceSynchronize(void) {
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
-  static int next = 1;
-  *event = reinterpret_cast<cudaEvent_t>(static_cast<std::uintptr_t>(0x2000 + 16 * next++));
+  *event = reinterpret_cast<cudaEvent_t>(emu::next_handle());
   return cudaSuccess;
 }
 cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, 0); }
