@@ -12,7 +12,14 @@ root="$(cd "$here/../.." && pwd)"
 build="$(mkdir -p "$1" && cd "$1" && pwd)"
 shift
 tests=("$@")
-cuda_include="${CUDA_INCLUDE:-$(dirname "$(dirname "$(command -v nvcc)")")/include}"
+# The CUDA headers (types, half / bfloat16, cuBLAS declarations): next to nvcc, on PATH or in /usr/local/cuda.
+nvcc_path="$(command -v nvcc || true)"
+if [[ -z "$nvcc_path" && -x /usr/local/cuda/bin/nvcc ]]; then nvcc_path=/usr/local/cuda/bin/nvcc; fi
+cuda_include="${CUDA_INCLUDE:-$(dirname "$(dirname "${nvcc_path:-/usr/local/cuda/bin/nvcc}")")/include}"
+if [[ ! -f "$cuda_include/cuda_runtime.h" ]]; then
+  echo "emu/build.sh: no cuda_runtime.h in $cuda_include (set CUDA_INCLUDE)" >&2
+  exit 1
+fi
 tree="$build/tree"
 jobs="${EMU_JOBS:-$(nproc)}"
 
