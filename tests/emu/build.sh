@@ -48,7 +48,7 @@ flags=(-std=c++17 -O2 -g -mfma -ffp-contract=fast -fno-strict-aliasing -pthread 
 kernels=(${EMU_KERNELS:-segment_plan segment_reduce segment_softmax offsets})
 lib_sources=("$tree"/src/*.cpp)
 for k in "${kernels[@]}"; do lib_sources+=("$tree/kernels/$k.cu"); done
-main_sources=("$here/emu_runtime.cpp" "$here/emu_cublas.cpp" "$tree/tests/common/test_util.cpp" "$tree/tests/common/gpu_main.cpp")
+main_sources=("$here/emu_scheduler.cpp" "$here/emu_cuda_api.cpp" "$here/emu_cublas.cpp" "$tree/tests/common/test_util.cpp" "$tree/tests/common/gpu_main.cpp")
 
 # src/segment_reduce.cpp and kernels/segment_reduce.cu must not share an object name.
 obj_of() { local src; for src in "$@"; do echo "$build/obj/$(basename "$(dirname "$src")")_$(basename "${src%.*}").o"; done; }

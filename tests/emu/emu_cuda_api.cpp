@@ -1,0 +1,238 @@
+// The CUDA runtime API as far as ragged and its tests call it, for the kernel emulator (linked instead of
+// libcudart): device attributes, errors, memory, streams, events and graphs. Work runs on the host as soon as
+// it is enqueued, in order, unless its stream is being captured.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "cuda_emu.h"
+#include "emu_streams.h"
+
+namespace emu {
+namespace {
+
+cudaError_t g_last_error = cudaSuccess;
+
+struct Graph {
+  std::vector<std::function<void()>> steps;
+};
+std::map<cudaStream_t, std::shared_ptr<Graph>> g_capturing;
+
+struct Allocation {
+  void* base;
+  std::size_t mapped;
+};
+std::map<void*, Allocation> g_allocations;
+
+// Streams and events are names only (work runs at once, in order): distinct non-null values.
+std::uintptr_t next_handle() {
+  static std::uintptr_t next = 0x1000;
+  return next += 16;
+}
+
+}  // namespace
+
+cudaError_t set_error(cudaError_t e) {
+  if (e != cudaSuccess) g_last_error = e;
+  return e;
+}
+
+void enqueue(cudaStream_t stream, std::function<void()> step) {
+  const auto c = g_capturing.find(stream);
+  if (c != g_capturing.end()) c->second->steps.push_back(std::move(step));
+  else step();
+}
+
+bool is_capturing(cudaStream_t stream) { return g_capturing.count(stream) != 0; }
+
+int env_int(const char* name, int fallback) {
+  const char* e = std::getenv(name);
+  return e == nullptr ? fallback : std::atoi(e);
+}
+
+}  // namespace emu
+
+using emu::enqueue;
+using emu::set_error;
+
+// --- CUDA runtime API, as far as ragged uses it -----------------------------------------------------------------
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
+  switch (attr) {
+    case cudaDevAttrMultiProcessorCount: *value = emu::env_int("EMU_SMS", 132); return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = 232448; return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = 49152; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
+    case cudaDevAttrCooperativeLaunch: *value = 1; return cudaSuccess;
+    default: return set_error(cudaErrorInvalidValue);
+  }
+}
+
+cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute attr, int value) {
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize && (value < 0 || value > 232448))
+    return set_error(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void*) {
+  *attributes = cudaFuncAttributes{};  // kernels under emulation declare no static shared memory that counts
+  attributes->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void*, int, size_t) {
+  *blocks = emu::env_int("EMU_BLOCKS_PER_SM", 2);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void) {
+  const cudaError_t e = emu::g_last_error;
+  emu::g_last_error = cudaSuccess;
+  return e;
+}
+cudaError_t cudaPeekAtLastError(void) { return emu::g_last_error; }
+
+const char* cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    default: return "emulated CUDA error";
+  }
+}
+const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    default: return "cudaErrorUnknown";
+  }
+}
+
+// Device memory ends at a guard page (16-byte aligned start), so running off the end faults at once.
+cudaError_t cudaMalloc(void** ptr, size_t bytes) {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t rounded = (bytes + 15) / 16 * 16;
+  const std::size_t data_pages = (rounded + page - 1) / page;
+  const std::size_t mapped = (data_pages + 1) * page;
+  void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) return set_error(cudaErrorMemoryAllocation);
+  char* guard = static_cast<char*>(base) + data_pages * page;
+  mprotect(guard, page, PROT_NONE);
+  char* p = guard - rounded;
+  std::memset(p, 0xCD, rounded);  // never zero: a kernel that reads before writing sees garbage
+  emu::g_allocations[p] = emu::Allocation{base, mapped};
+  *ptr = p;
+  return cudaSuccess;
+}
+cudaError_t cudaFree(void* ptr) {
+  if (ptr == nullptr) return cudaSuccess;
+  const auto a = emu::g_allocations.find(ptr);
+  if (a == emu::g_allocations.end()) return set_error(cudaErrorInvalidValue);
+  munmap(a->second.base, a->second.mapped);
+  emu::g_allocations.erase(a);
+  return cudaSuccess;
+}
+cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) { return cudaMalloc(ptr, bytes); }
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+  if (bytes > 0) std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind, cudaStream_t stream) {
+  enqueue(stream, [=] {
+    if (bytes > 0) std::memmove(dst, src, bytes);
+  });
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
+  std::memset(dst, value, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* dst, int value, size_t bytes, cudaStream_t stream) {
+  enqueue(stream, [=] { std::memset(dst, value, bytes); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int) {
+  *stream = reinterpret_cast<cudaStream_t>(emu::next_handle());
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, 0); }
+cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (emu::is_capturing(stream)) return set_error(cudaErrorStreamCaptureUnsupported);
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize(void) {
+  if (!emu::g_capturing.empty()) return set_error(cudaErrorStreamCaptureUnsupported);
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
+  *event = reinterpret_cast<cudaEvent_t>(emu::next_handle());
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, 0); }
+cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
+  if (stream == nullptr || emu::is_capturing(stream)) return set_error(cudaErrorInvalidValue);
+  emu::g_capturing[stream] = std::make_shared<emu::Graph>();
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  const auto c = emu::g_capturing.find(stream);
+  if (c == emu::g_capturing.end()) return set_error(cudaErrorInvalidValue);
+  *graph = reinterpret_cast<cudaGraph_t>(new emu::Graph(*c->second));
+  emu::g_capturing.erase(c);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  *status = emu::is_capturing(stream) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  *exec = reinterpret_cast<cudaGraphExec_t>(new emu::Graph(*reinterpret_cast<emu::Graph*>(graph)));
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  for (const auto& step : reinterpret_cast<emu::Graph*>(exec)->steps) enqueue(stream, step);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete reinterpret_cast<emu::Graph*>(graph);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete reinterpret_cast<emu::Graph*>(exec);
+  return cudaSuccess;
+}
+
+}  // extern "C"
