@@ -39,15 +39,11 @@ find "$tree" \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.cpp' \)
   '
 
 flags=(-std=c++17 -O2 -g -mfma -ffp-contract=fast -fno-strict-aliasing -pthread -include "$here/cuda_emu.h"
-       -I"$here/shim" -I"$tree/include" -I"$tree/kernels" -I"$tree/src" -I"$tree/tests" -I"$tree" -I"$cuda_include"
-       -DRAGGED_EMULATED_KERNELS=1)
+       -I"$here/shim" -I"$tree/include" -I"$tree/kernels" -I"$tree/src" -I"$tree/tests" -I"$tree" -I"$cuda_include")
 
-# The library as an archive (a test pulls in only what it calls): every source of src/, the kernels named in
-# $EMU_KERNELS (CUB and Thrust calls go to the host stand-ins in shim/). Then the emulated runtime and the GPU
-# test main.
-kernels=(${EMU_KERNELS:-segment_plan segment_reduce segment_softmax offsets})
-lib_sources=("$tree"/src/*.cpp)
-for k in "${kernels[@]}"; do lib_sources+=("$tree/kernels/$k.cu"); done
+# The library as an archive (a test pulls in only what it calls): every source of src/ and kernels/ (CUB and
+# Thrust calls go to the host stand-ins in shim/). Then the emulated runtime and the GPU test main.
+lib_sources=("$tree"/src/*.cpp "$tree"/kernels/*.cu)
 main_sources=("$here/emu_scheduler.cpp" "$here/emu_cuda_api.cpp" "$here/emu_cublas.cpp" "$tree/tests/common/test_util.cpp" "$tree/tests/common/gpu_main.cpp")
 
 # src/segment_reduce.cpp and kernels/segment_reduce.cu must not share an object name.

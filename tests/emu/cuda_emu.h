@@ -1,8 +1,9 @@
 // The CUDA kernel emulator's device side, force-included (g++ -include) into every translation unit it builds.
-// Kernels compile as host C++: every GPU thread becomes a fiber, blocks run one after another, and the
-// warp-synchronous primitives (__shfl*_sync, __ballot_sync, __syncwarp, __syncthreads) are rendezvous points
-// that check their masks. It executes the kernels' code on a machine without a GPU; it says nothing about speed,
-// and it does not model the memory model (no reordering, no torn reads): races between blocks go unseen.
+// Kernels compile as host C++: every GPU thread becomes a fiber, blocks run one after another (a cooperative
+// grid's all at once), and the warp-synchronous primitives (__shfl*_sync, __ballot_sync, __syncwarp,
+// __syncthreads) are rendezvous points that check their masks. It executes the kernels' code on a machine
+// without a GPU; it says nothing about speed, and it does not model the memory model (no reordering, no torn
+// reads): races between blocks go unseen.
 // docs/emulator.md says what it checks and how to run it.
 #pragma once
 
@@ -79,7 +80,6 @@ void* shared_pointer(unsigned offset, std::size_t bytes);
 void block_barrier();
 void grid_barrier();  // cooperative_groups::this_grid().sync()
 void* dynamic_shared();
-[[noreturn]] void device_error(const char* what);
 
 template <typename T>
 std::uint64_t to_bits(T v) {

@@ -93,7 +93,6 @@ struct Scheduler {
   int threads = 0;                                  // per block
   std::vector<std::vector<unsigned char>> shared;  // per running block: dynamic shared memory + 16 spare bytes
   std::mt19937 rng{12345};
-  long long collectives = 0;
 };
 Scheduler S;
 
@@ -237,7 +236,6 @@ bool resolve_warps() {
       }
       for (int j = 0; j < 32; ++j)
         if (mask >> j & 1u) S.fibers[base + j].state = State::kReady;
-      ++S.collectives;
       released = true;
     }
   }
@@ -416,8 +414,6 @@ void grid_barrier() {
 }
 
 void* dynamic_shared() { return block_shared().data(); }
-
-void device_error(const char* what) { fail(what); }
 
 void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body, bool cooperative) {
   if (std::getenv("EMU_TRACE") != nullptr)

@@ -14,12 +14,10 @@ if [[ "$(uname -m)" != x86_64 ]]; then
   exit 0
 fi
 
-# Every GPU test program, and every kernel source. test_rnn runs as on an H100 (132 SMs): its persistent cases
-# need room for that many resident blocks.
+# Every GPU test program. test_rnn runs as on an H100 (132 SMs): its persistent cases need room for that many
+# resident blocks.
 programs=(test_rnn test_segment_softmax test_attention test_convert test_segment_reduce test_dynamic test_offsets
           test_masks test_packing)
-EMU_KERNELS="$(cd "$root/kernels" && ls ./*.cu | sed 's|^\./||; s|\.cu$||' | tr '\n' ' ')"
-export EMU_KERNELS
 declare -A sms=([test_rnn]=132)
 # Catch2 test specs per program, to exclude a known failure while it is being fixed (none now).
 declare -A filters=()
