@@ -34,7 +34,7 @@ std::vector<std::int64_t> attention_lengths(std::int64_t max_len, std::int64_t b
   return lengths;
 }
 
-std::vector<AttentionCase> attention_cases(bool full) {
+std::vector<AttentionCase> attention_cases(bool full, double length_scale) {
   constexpr std::int64_t kSlots = 65536;
   const std::vector<std::int64_t> max_lens =
       full ? std::vector<std::int64_t>{1024, 2048, 4096, 8192, 128, 256, 512} : std::vector<std::int64_t>{4096, 512};
@@ -44,10 +44,10 @@ std::vector<AttentionCase> attention_cases(bool full) {
       for (const int pad : {0, 25, 50, 75}) {
         AttentionCase c;
         c.padding_percent = pad;
-        c.max_len = max_len;
         c.batch = kSlots / max_len;
+        c.max_len = std::max<std::int64_t>(1, std::llround(static_cast<double>(max_len) * length_scale));
         c.causal = causal;
-        c.lengths = attention_lengths(max_len, c.batch, pad);
+        c.lengths = attention_lengths(c.max_len, c.batch, pad);
         for (const std::int64_t l : c.lengths) c.tokens += l;
         cases.push_back(std::move(c));
       }

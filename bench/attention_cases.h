@@ -36,8 +36,9 @@ struct AttentionCase {
 std::vector<std::int64_t> attention_lengths(std::int64_t max_len, std::int64_t batch, int padding_percent);
 
 // The default matrix (full = false: max_len 4096 and 512, non-causal) or the long one (1k, 2k, 4k, 8k and
-// 128, 256, 512; causal and not). Every case holds 65536 token slots.
-std::vector<AttentionCase> attention_cases(bool full);
+// 128, 256, 512; causal and not). Every case holds 65536 token slots; length_scale < 1 (RAGGED_BENCH_SCALE's
+// square root) shortens the sequences and keeps the batch, so the names change with the lengths.
+std::vector<AttentionCase> attention_cases(bool full, double length_scale = 1.0);
 
 }  // namespace bench
 }  // namespace ragged

@@ -29,8 +29,10 @@
 #include "bench/common/gpu_timer.h"
 #include "bench/common/suite.h"
 #include "bench/common/traffic.h"
+#include "bench/common/verify.h"
 #include "ragged/attention.h"
 #include "ragged/buffer.h"
+#include "ragged/reference_attention.h"
 
 namespace ragged {
 namespace bench {
@@ -51,6 +53,32 @@ std::vector<std::int32_t> offsets_of(const std::vector<std::int64_t>& lengths) {
   std::vector<std::int32_t> offsets(lengths.size() + 1, 0);
   for (std::size_t b = 0; b < lengths.size(); ++b) offsets[b + 1] = offsets[b] + static_cast<std::int32_t>(lengths[b]);
   return offsets;
+}
+
+// RAGGED_BENCH_VERIFY (bench/common/verify.h): O against ragged's CPU reference on the same Q, K and V in the
+// same layout, ragged or padded [batch, max_len, heads, dim]; padded rows, which the reference leaves unwritten,
+// are skipped.
+void verify_attention(benchmark::State& state, const AttentionCase& c, bool padded_layout, const DeviceBuffer<Bf16>& q,
+                      const DeviceBuffer<Bf16>& k, const DeviceBuffer<Bf16>& v, const DeviceBuffer<Bf16>& o,
+                      const char* what) {
+  const std::vector<Bf16> hq = q.to_host(), hk = k.to_host(), hv = v.to_host();
+  std::vector<Bf16> want(o.size(), __float2bfloat16(NAN));
+  const std::vector<std::int32_t> lengths32(c.lengths.begin(), c.lengths.end()), offsets = offsets_of(c.lengths);
+  AttentionArgs<Bf16, std::int32_t> a;
+  a.q = dense_heads<const Bf16>(hq.data(), c.heads, c.head_dim);
+  a.k = dense_heads<const Bf16>(hk.data(), c.heads, c.head_dim);
+  a.v = dense_heads<const Bf16>(hv.data(), c.heads, c.head_dim);
+  a.o = dense_heads<Bf16>(want.data(), c.heads, c.head_dim);
+  a.q_seq = padded_layout ? SequenceLayout<std::int32_t>::padded(lengths32.data(), c.batch, c.max_len)
+                          : SequenceLayout<std::int32_t>::ragged(offsets.data(), c.tokens);
+  a.k_seq = a.q_seq;
+  a.batch = c.batch;
+  a.heads_q = a.heads_kv = c.heads;
+  a.head_dim = c.head_dim;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  a.causal = c.causal;
+  reference::attention_forward(a);
+  check_against_reference(state, as_doubles(o.to_host()), as_doubles(want), verify_tolerance<Bf16>(), what);
 }
 
 // ragged (padded_layout = false) or padded (true): the same kernel, two layouts. query_tile 0: the library's
@@ -86,6 +114,8 @@ void bench_fused(benchmark::State& state, const AttentionCase& c, bool padded_la
     time_on_gpu(state, [&](cudaStream_t st) { return varlen_attention_forward(ws.data(), ws_bytes, a, st); });
     set_counters(state, c, static_cast<double>(4 * q.bytes() + index.bytes() + ws_bytes));
     state.counters["query_tile"] = attention_query_tile(a);
+    if (verify_results() && !state.error_occurred())
+      verify_attention(state, c, padded_layout, q, k, v, o, padded_layout ? "padded" : "ragged");
   });
 }
 
@@ -176,11 +206,12 @@ void bench_cublas(benchmark::State& state, const AttentionCase& c) {
                          "cublasGemmBatchedEx(P V)");
     });
     set_counters(state, c, static_cast<double>(4 * q.bytes() + scores.bytes() + lengths.bytes()));
+    if (verify_results() && !state.error_occurred()) verify_attention(state, c, true, q, k, v, o, "cublas");
   });
 }
 
 void register_attention_gpu() {
-  for (const AttentionCase& c : attention_cases(full_run())) {
+  for (const AttentionCase& c : attention_cases(full_run(), std::sqrt(size_scale()))) {
     const auto shared = std::make_shared<const AttentionCase>(c);
     const std::string tail = "/" + c.name();
     register_gpu_benchmark("attention/ragged" + tail,

@@ -9,13 +9,17 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "bench/common/device_data.h"
 #include "bench/common/gpu_timer.h"
 #include "bench/common/suite.h"
 #include "bench/common/traffic.h"
+#include "bench/common/verify.h"
 #include "bench/convert_cases.h"
 #include "ragged/buffer.h"
 #include "ragged/convert.h"
+#include "ragged/reference.h"
 
 namespace ragged {
 namespace bench {
@@ -40,14 +44,31 @@ void set_case_counters(benchmark::State& state, const RaggedCase& c) {
   state.counters["max_len"] = static_cast<double>(c.max_len);
 }
 
+// RAGGED_BENCH_VERIFY (bench/common/verify.h): the converted tensor, exactly, against ragged's CPU reference of
+// the same conversion of the source as it is now (the timed runs left it unchanged).
+void verify_conversion(benchmark::State& state, const RaggedCase& c, Direction direction,
+                       const DeviceBuffer<float>& ragged_values, const DeviceBuffer<float>& padded) {
+  std::vector<float> ragged_host = ragged_values.to_host(), padded_host = padded.to_host();
+  const std::vector<double> got = as_doubles(direction == Direction::kRaggedToPadded ? padded_host : ragged_host);
+  RaggedView<float, std::int32_t> ragged_view{ragged_host.data(), c.offsets.data(), c.batch, c.tokens, c.inner};
+  PaddedView<float> padded_view{padded_host.data(), c.batch, c.max_len, c.inner};
+  if (direction == Direction::kRaggedToPadded)
+    reference::ragged_to_padded<float, std::int32_t>(ragged_view, padded_view, 0.0f, Align::kLeft, Truncate::kRight);
+  else
+    reference::padded_to_ragged<float, std::int32_t>(padded_view, ragged_view, 0.0f, Align::kLeft, Truncate::kRight);
+  const std::vector<double> want = as_doubles(direction == Direction::kRaggedToPadded ? padded_host : ragged_host);
+  check_against_reference(state, got, want, 0.0, op_name(direction));
+}
+
 void bench_conversion(benchmark::State& state, const RaggedCase& c, Direction direction) {
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
     DeviceBuffer<float> ragged_values(static_cast<std::size_t>(c.tokens * c.inner), stream);
     DeviceBuffer<float> padded(static_cast<std::size_t>(c.padded_slots() * c.inner), stream);
     DeviceBuffer<std::int32_t> offsets(c.offsets, stream);
-    ragged_values.fill_bytes(0x3c);  // the values do not matter to a data-movement op, only that they exist
-    padded.fill_bytes(0x3c);
+    // The values do not matter to a data-movement op; distinct ones let RAGGED_BENCH_VERIFY see misplaced rows.
+    fill_uniform(ragged_values, 1.0f, 21u, stream);
+    fill_uniform(padded, 1.0f, 22u, stream);
 
     RaggedView<float, std::int32_t> ragged_view{ragged_values.data(), offsets.data(), c.batch, c.tokens, c.inner};
     RaggedView<const float, std::int32_t> ragged_const{ragged_values.data(), offsets.data(), c.batch, c.tokens,
@@ -71,6 +92,7 @@ void bench_conversion(benchmark::State& state, const RaggedCase& c, Direction di
     const double peak = value_bytes(c) + padded_bytes(c) + static_cast<double>(offsets.bytes() + workspace_bytes);
     set_gpu_traffic(state, moved_bytes(c, direction), peak);
     set_case_counters(state, c);
+    if (verify_results() && !state.error_occurred()) verify_conversion(state, c, direction, ragged_values, padded);
   });
 }
 
@@ -80,6 +102,7 @@ void bench_copy(benchmark::State& state, const RaggedCase& c, Direction directio
     const std::size_t bytes = static_cast<std::size_t>(moved_bytes(c, direction) / 2.0);
     DeviceBuffer<unsigned char> src(bytes, stream), dst(bytes, stream);
     src.fill_bytes(0x3c);
+    dst.fill_bytes(0x00);
     time_on_gpu(state, [&](cudaStream_t s) {
       return bytes == 0 ? Status::kSuccess
                         : from_cuda(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, s),
@@ -87,6 +110,8 @@ void bench_copy(benchmark::State& state, const RaggedCase& c, Direction directio
     });
     set_gpu_traffic(state, 2.0 * static_cast<double>(bytes), 2.0 * static_cast<double>(bytes));
     set_case_counters(state, c);
+    if (verify_results() && !state.error_occurred())
+      check_against_reference(state, as_doubles(dst.to_host()), as_doubles(src.to_host()), 0.0, "copy");
   });
 }
 

@@ -10,6 +10,10 @@
 //   RAGGED_BENCH_SUITES=segment_gpu,planner ragged_bench
 //                                                  the named suites only (scripts/gpu-check.sh runs one at a time)
 //   ragged_bench --benchmark_list_tests            every benchmark's name, the GPU suites' too, GPU or not
+//   RAGGED_BENCH_SCALE=0.001 ragged_bench          every GPU case shrunk (bench/common/suite.h), to check the
+//                                                  harness, e.g. on the kernel emulator (tests/emu/run_bench.sh)
+//   RAGGED_BENCH_VERIFY=1 ragged_bench             each GPU benchmark's result held against the CPU reference
+//                                                  (bench/common/verify.h; for shrunk runs: the references are slow)
 //
 // Output is flushed after every benchmark, console and --benchmark_out JSON alike, so a run stopped by a time
 // limit keeps what it measured (scripts/gpu-check.sh closes such a truncated JSON file).
@@ -50,10 +54,12 @@ void describe_device() {
   }
   const double copy = ragged::bench::copy_bytes_per_second();
   const double gemm = ragged::bench::bf16_gemm_flops_per_second();
-  std::printf(", device-to-device copy %.0f GB/s (read + write), bf16 GEMM %.0f TFLOP/s (cuBLAS, 8192^3)\n",
-              copy * 1e-9, gemm * 1e-12);
+  const int n = ragged::bench::bf16_gemm_size();
+  std::printf(", device-to-device copy %.0f GB/s (read + write), bf16 GEMM %.0f TFLOP/s (cuBLAS, %d^3)\n",
+              copy * 1e-9, gemm * 1e-12, n);
   benchmark::AddCustomContext("copy_bytes_per_second", std::to_string(copy));
   benchmark::AddCustomContext("bf16_gemm_flops_per_second", std::to_string(gemm));
+  benchmark::AddCustomContext("bf16_gemm_size", std::to_string(n));
 }
 
 // The JSON file reporter, flushed after each benchmark: the stock one writes its file only as its buffer fills.
@@ -125,6 +131,11 @@ int main(int argc, char** argv) {
   try {
     const bool listing = listing_only(argc, argv);
     const std::vector<const ragged::bench::Suite*> chosen = selected_suites();
+    if (ragged::bench::size_scale() != 1.0) {
+      std::fprintf(stderr, "RAGGED_BENCH_SCALE=%g: every GPU case shrunk, for checking the harness, not for results\n",
+                   ragged::bench::size_scale());
+      benchmark::AddCustomContext("size_scale", std::to_string(ragged::bench::size_scale()));
+    }
     std::string reason;
     const bool gpu = !listing && ragged::bench::cuda_device_available(&reason);
     if (gpu) {

@@ -31,7 +31,9 @@
 #include "bench/common/gpu_timer.h"
 #include "bench/common/suite.h"
 #include "bench/common/traffic.h"
+#include "bench/common/verify.h"
 #include "ragged/buffer.h"
+#include "ragged/reference_rnn.h"
 #include "ragged/rnn.h"
 
 namespace ragged {
@@ -70,6 +72,27 @@ RnnCase make_case(RnnMode mode, LengthDistribution distribution, std::int64_t ba
     c.max_len = std::max(c.max_len, l);
   }
   return c;
+}
+
+// RAGGED_BENCH_VERIFY (bench/common/verify.h): the output and the final h against ragged's CPU reference of the
+// same layer on the same input (the padded run's own: every sequence max_len long).
+template <typename T>
+void verify_rnn(benchmark::State& state, const RnnArgs<T, std::int32_t>& args, const std::vector<std::int32_t>& offsets,
+                const DeviceBuffer<T>& w_ih, const DeviceBuffer<T>& w_hh, const DeviceBuffer<T>& b_ih,
+                const DeviceBuffer<T>& b_hh, const DeviceBuffer<T>& input, const DeviceBuffer<T>& output,
+                const DeviceBuffer<T>& hn) {
+  const std::vector<T> host_w_ih = w_ih.to_host(), host_w_hh = w_hh.to_host(), host_b_ih = b_ih.to_host(),
+                       host_b_hh = b_hh.to_host(), x = input.to_host();
+  const RnnLayerWeights<T> weights{host_w_ih.data(), host_w_hh.data(), host_b_ih.data(), host_b_hh.data(), nullptr};
+  const RaggedView<const T, std::int32_t> view{x.data(), offsets.data(), args.input.batch, args.input.nnz,
+                                               args.input.inner};
+  std::vector<T> want(output.size()), want_hn(hn.size()), want_cn(args.cn != nullptr ? hn.size() : 0);
+  reference::rnn_forward(args.desc, &weights, view, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr),
+                         want.data(), want_hn.data(), args.cn != nullptr ? want_cn.data() : nullptr,
+                         reference::RnnPrecision::kExact, args.max_steps);
+  check_against_reference(state, as_doubles(output.to_host()), as_doubles(want), verify_tolerance<T>(), "output");
+  if (!state.error_occurred())
+    check_against_reference(state, as_doubles(hn.to_host()), as_doubles(want_hn), verify_tolerance<T>(), "hn");
 }
 
 template <typename T>
@@ -140,6 +163,8 @@ void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo 
       state.counters["us_per_step"] = benchmark::Counter(static_cast<double>(c.max_len) * 1e-6,
                                                           benchmark::Counter::kIsIterationInvariantRate |
                                                               benchmark::Counter::kInvert);
+    if (verify_results() && !state.error_occurred())
+      verify_rnn(state, args, offsets, w_ih, w_hh, b_ih, b_hh, input, output, hn);
   });
 }
 
@@ -151,13 +176,14 @@ std::vector<RnnCase> rnn_cases() {
                                              LengthDistribution::kBimodal};
   const std::vector<std::int64_t> hiddens = full ? std::vector<std::int64_t>{256, 512, 1024}
                                                  : std::vector<std::int64_t>{256, 1024};
+  const std::int64_t mean = scaled_length(128, 2);
   std::vector<RnnCase> cases;
   for (const RnnMode mode : {RnnMode::kLstm, RnnMode::kGru})
     for (const bool bf16 : full ? std::vector<bool>{true, false} : std::vector<bool>{true})
       for (const LengthDistribution distribution : distributions)
         for (const std::int64_t batch : {16, 64})
           for (const std::int64_t hidden : hiddens)
-            cases.push_back(make_case(mode, distribution, batch, hidden, 128, bf16));
+            cases.push_back(make_case(mode, distribution, batch, hidden, mean, bf16));
   return cases;
 }
 

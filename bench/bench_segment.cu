@@ -29,8 +29,10 @@
 #include "bench/common/ragged_case.h"
 #include "bench/common/suite.h"
 #include "bench/common/traffic.h"
+#include "bench/common/verify.h"
 #include "ragged/buffer.h"
 #include "ragged/convert.h"
+#include "ragged/reference_segment.h"
 #include "ragged/segment_reduce.h"
 
 namespace ragged {
@@ -108,6 +110,39 @@ void set_case_counters(benchmark::State& state, const RaggedCase& c) {
   state.counters["batch"] = static_cast<double>(c.batch);
 }
 
+// RAGGED_BENCH_VERIFY (bench/common/verify.h): the ragged op's output against ragged's CPU reference on the
+// same inputs (a backward op's y or arg as the forward op produced them on the device).
+template <typename T>
+void verify_ragged(benchmark::State& state, const SegCase& s, const DeviceBuffer<T>& values,
+                   const DeviceBuffer<T>& y, const DeviceBuffer<T>& grad, const DeviceBuffer<std::int64_t>& arg,
+                   const DeviceBuffer<T>& out) {
+  const RaggedCase& c = s.shape();
+  const std::vector<T> x = values.to_host(), host_y = y.to_host(), dy = grad.to_host();
+  const std::vector<std::int64_t> host_arg = arg.to_host();
+  const RaggedView<const T, std::int32_t> view{x.data(), c.offsets.data(), c.batch, c.tokens, c.inner};
+  std::vector<T> want(out.size());
+  std::vector<std::int64_t> want_arg(s.op == SegOp::kArgMax ? host_arg.size() : 0);
+  switch (s.op) {
+    case SegOp::kSum: reference::segment_reduce(view, ReduceOp::kSum, want.data(), nullptr, 0.0f); break;
+    case SegOp::kMax: reference::segment_reduce(view, ReduceOp::kMax, want.data(), nullptr, 0.0f); break;
+    case SegOp::kArgMax: reference::segment_reduce(view, ReduceOp::kMax, want.data(), want_arg.data(), 0.0f); break;
+    case SegOp::kSoftmax:
+    case SegOp::kLogSoftmax: reference::segment_softmax(view, s.op == SegOp::kLogSoftmax, want.data()); break;
+    case SegOp::kSumBackward:
+      reference::segment_reduce_backward(view, ReduceOp::kSum, dy.data(), nullptr, want.data());
+      break;
+    case SegOp::kMaxBackward:
+      reference::segment_reduce_backward(view, ReduceOp::kMax, dy.data(), host_arg.data(), want.data());
+      break;
+    case SegOp::kSoftmaxBackward:
+      reference::segment_softmax_backward(view, false, host_y.data(), dy.data(), want.data());
+      break;
+  }
+  check_against_reference(state, as_doubles(out.to_host()), as_doubles(want), verify_tolerance<T>(), "ragged");
+  if (s.op == SegOp::kArgMax && !state.error_occurred())
+    check_against_reference(state, as_doubles(host_arg), as_doubles(want_arg), 0.0, "ragged argmax indices");
+}
+
 // The inputs of a backward op come from its forward op, run once before timing: y = softmax(x) for softmax,
 // the arg of the maximum for max; the output gradient is random. T: float or __nv_bfloat16.
 template <typename T>
@@ -166,12 +201,46 @@ void bench_ragged_typed(benchmark::State& state, const SegCase& s) {
                     static_cast<double>(x_bytes + offsets.bytes() + out.bytes() + arg.bytes() + grad.bytes() +
                                         y.bytes() + ws_bytes));
     set_case_counters(state, c);
+    if (verify_results() && !state.error_occurred()) verify_ragged(state, s, values, y, grad, arg, out);
   });
 }
 
 void bench_ragged(benchmark::State& state, const SegCase& s) {
   if (s.bf16) bench_ragged_typed<__nv_bfloat16>(state, s);
   else bench_ragged_typed<float>(state, s);
+}
+
+// RAGGED_BENCH_VERIFY: CUB's results against ragged's CPU reference, with CUB's own values for empty segments (0
+// for Sum, the lowest float for Max, {1, lowest} for ArgMax).
+void verify_cub(benchmark::State& state, const SegCase& s, const DeviceBuffer<float>& values,
+                const DeviceBuffer<float>& out, const DeviceBuffer<cub::KeyValuePair<int, float>>& pairs) {
+  const RaggedCase& c = s.shape();
+  const std::vector<float> x = values.to_host();
+  const RaggedView<const float, std::int32_t> view{x.data(), c.offsets.data(), c.batch, c.tokens, 1};
+  const auto rows = static_cast<std::size_t>(c.batch);
+  std::vector<float> want(rows);
+  std::vector<std::int64_t> want_arg(rows);
+  reference::segment_reduce(view, s.op == SegOp::kSum ? ReduceOp::kSum : ReduceOp::kMax, want.data(),
+                            s.op == SegOp::kSum ? nullptr : want_arg.data(), 0.0f);
+  std::vector<double> got(rows), got_arg(rows);
+  if (s.op == SegOp::kArgMax) {
+    const std::vector<cub::KeyValuePair<int, float>> host = pairs.to_host();
+    for (std::size_t b = 0; b < rows; ++b) {
+      got[b] = host[b].value;
+      got_arg[b] = host[b].key;
+    }
+  } else {
+    got = as_doubles(out.to_host());
+  }
+  std::vector<double> wanted = as_doubles(want), wanted_arg = as_doubles(want_arg);
+  for (std::size_t b = 0; b < rows; ++b)
+    if (c.lengths[b] == 0) {
+      wanted[b] = s.op == SegOp::kSum ? 0.0 : std::numeric_limits<float>::lowest();
+      wanted_arg[b] = 1.0;
+    }
+  check_against_reference(state, got, wanted, verify_tolerance<float>(), "cub");
+  if (s.op == SegOp::kArgMax && !state.error_occurred())
+    check_against_reference(state, got_arg, wanted_arg, 0.0, "cub argmax indices");
 }
 
 void bench_cub(benchmark::State& state, const SegCase& s) {
@@ -204,7 +273,35 @@ void bench_cub(benchmark::State& state, const SegCase& s) {
     set_gpu_traffic(state, floor_bytes(s),
                     static_cast<double>(values.bytes() + offsets.bytes() + out.bytes() + pairs.bytes() + ws_bytes));
     set_case_counters(state, c);
+    if (verify_results() && !state.error_occurred()) verify_cub(state, s, values, out, pairs);
   });
+}
+
+// RAGGED_BENCH_VERIFY: the padded pipeline's results against ragged's CPU reference of the ragged op. A
+// reduction's empty sequence is a padded row of pad values (sum 0, max -inf); softmax is compared on the real
+// tokens' slots of the padded output (the padding slots hold 0, or NaN in an empty sequence's row).
+void verify_padded(benchmark::State& state, const SegCase& s, const DeviceBuffer<float>& values,
+                   const DeviceBuffer<float>& out) {
+  const RaggedCase& c = s.shape();
+  const std::vector<float> x = values.to_host();
+  const RaggedView<const float, std::int32_t> view{x.data(), c.offsets.data(), c.batch, c.tokens, c.inner};
+  const auto inner = static_cast<std::size_t>(c.inner);
+  std::vector<double> want(out.size(), std::nan(""));
+  if (is_softmax(s.op)) {
+    std::vector<float> ragged_want(static_cast<std::size_t>(c.tokens) * inner);
+    reference::segment_softmax(view, s.op == SegOp::kLogSoftmax, ragged_want.data());
+    for (std::int64_t b = 0; b < c.batch; ++b)
+      for (std::int64_t t = 0; t < c.lengths[b]; ++t)
+        for (std::size_t d = 0; d < inner; ++d)
+          want[static_cast<std::size_t>(b * c.max_len + t) * inner + d] =
+              ragged_want[static_cast<std::size_t>(c.offsets[b] + t) * inner + d];
+  } else {
+    std::vector<float> rows(static_cast<std::size_t>(c.batch) * inner);
+    reference::segment_reduce(view, s.op == SegOp::kSum ? ReduceOp::kSum : ReduceOp::kMax, rows.data(), nullptr,
+                              s.op == SegOp::kSum || c.max_len == 0 ? 0.0f : -INFINITY);
+    want = as_doubles(rows);
+  }
+  check_against_reference(state, as_doubles(out.to_host()), want, verify_tolerance<float>(), "padded");
 }
 
 // What a padded pipeline does: ragged_to_padded with the op's identity as the pad value (-inf for max and
@@ -256,6 +353,7 @@ void bench_padded(benchmark::State& state, const SegCase& s) {
                     static_cast<double>(values.bytes() + offsets.bytes() + padded_offsets.bytes() + padded.bytes() +
                                         out.bytes() + ws_bytes));
     set_case_counters(state, c);
+    if (verify_results() && !state.error_occurred()) verify_padded(state, s, values, out);
   });
 }
 
@@ -280,9 +378,9 @@ std::vector<SegCase> segment_cases() {
   for (const Regime& r : regimes)
     for (const std::int64_t inner : inners) {
       shapes.push_back(std::make_shared<const RaggedCase>(
-          make_ragged_case(r.distribution, inner, sizeof(float), 64 * kMiB, r.mean)));
+          make_ragged_case(r.distribution, inner, sizeof(float), scaled_bytes(64 * kMiB), r.mean)));
       bf16_shapes.push_back(std::make_shared<const RaggedCase>(
-          make_ragged_case(r.distribution, inner, sizeof(__nv_bfloat16), 64 * kMiB, r.mean)));
+          make_ragged_case(r.distribution, inner, sizeof(__nv_bfloat16), scaled_bytes(64 * kMiB), r.mean)));
     }
   std::vector<SegCase> cases;
   for (const SegOp op : ops)

@@ -30,17 +30,18 @@ void add_file_cases(std::vector<RaggedCase>& out, const std::vector<std::int64_t
 std::vector<RaggedCase> gpu_convert_cases() {
   std::vector<RaggedCase> cases;
   const std::vector<std::int64_t> all_inners = {1, 8, 64, 256, 1024};
+  const std::size_t large = scaled_bytes(64 * kMiB), small = scaled_bytes(kMiB);
   if (full_run()) {
-    add_cases(cases, synthetic_distributions(), all_inners, 64 * kMiB);
-    add_cases(cases, synthetic_distributions(), {1, 8, 64}, kMiB);
-    add_file_cases(cases, all_inners, 64 * kMiB);
+    add_cases(cases, synthetic_distributions(), all_inners, large);
+    add_cases(cases, synthetic_distributions(), {1, 8, 64}, small);
+    add_file_cases(cases, all_inners, large);
     return cases;
   }
-  add_cases(cases, {LengthDistribution::kLognormal}, all_inners, 64 * kMiB);
+  add_cases(cases, {LengthDistribution::kLognormal}, all_inners, large);
   for (const LengthDistribution distribution : synthetic_distributions())
-    if (distribution != LengthDistribution::kLognormal) add_cases(cases, {distribution}, {1, 64, 1024}, 64 * kMiB);
-  add_cases(cases, {LengthDistribution::kLognormal, LengthDistribution::kUniform}, {1, 64}, kMiB);
-  add_file_cases(cases, {1, 64, 1024}, 64 * kMiB);
+    if (distribution != LengthDistribution::kLognormal) add_cases(cases, {distribution}, {1, 64, 1024}, large);
+  add_cases(cases, {LengthDistribution::kLognormal, LengthDistribution::kUniform}, {1, 64}, small);
+  add_file_cases(cases, {1, 64, 1024}, large);
   return cases;
 }
 

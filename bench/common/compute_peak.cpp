@@ -4,11 +4,13 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "bench/common/device_data.h"
 #include "bench/common/gpu_timer.h"
+#include "bench/common/suite.h"
 #include "bench/common/traffic.h"
 #include "ragged/buffer.h"
 
@@ -22,11 +24,11 @@ void cublas_check(cublasStatus_t status, const char* what) {
 }
 
 double measure_bf16_gemm_flops_per_second() {
-  constexpr int kN = 8192;  // large enough for cuBLAS to reach its plateau; 3 x 128 MiB of operands
+  const int n = bf16_gemm_size();
   constexpr int kWarmups = 2, kRepeats = 10;
   GpuTimer& timer = GpuTimer::instance();
   cudaStream_t stream = timer.stream();
-  const std::size_t elements = static_cast<std::size_t>(kN) * kN;
+  const std::size_t elements = static_cast<std::size_t>(n) * n;
   DeviceBuffer<__nv_bfloat16> a(elements, stream), b(elements, stream), c(elements, stream);
   fill_uniform(a, 1.0f, 11u, stream);  // random data: zeros run faster and would flatter the ceiling
   fill_uniform(b, 1.0f, 12u, stream);
@@ -34,8 +36,8 @@ double measure_bf16_gemm_flops_per_second() {
   cublas_check(cublasSetStream(handle.get(), stream), "cublasSetStream");
   const float alpha = 1.0f, beta = 0.0f;
   auto gemm = [&] {
-    cublas_check(cublasGemmEx(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, kN, kN, kN, &alpha, a.data(), CUDA_R_16BF, kN,
-                              b.data(), CUDA_R_16BF, kN, &beta, c.data(), CUDA_R_16BF, kN, CUBLAS_COMPUTE_32F,
+    cublas_check(cublasGemmEx(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.data(), CUDA_R_16BF, n,
+                              b.data(), CUDA_R_16BF, n, &beta, c.data(), CUDA_R_16BF, n, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx (bf16 peak)");
   };
@@ -49,10 +51,16 @@ double measure_bf16_gemm_flops_per_second() {
   }
   std::sort(seconds.begin(), seconds.end());
   cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  return 2.0 * kN * static_cast<double>(kN) * kN / seconds[kRepeats / 2];
+  return 2.0 * n * static_cast<double>(n) * n / seconds[kRepeats / 2];
 }
 
 }  // namespace
+
+int bf16_gemm_size() {
+  // Large enough for cuBLAS to reach its plateau, 3 x 128 MiB of operands; RAGGED_BENCH_SCALE shrinks the
+  // work by about its value (n by its cube root, a multiple of 64).
+  return std::max(64, static_cast<int>(std::lround(8192.0 * std::cbrt(size_scale()) / 64.0)) * 64);
+}
 
 double bf16_gemm_flops_per_second() {
   static const double rate = measure_bf16_gemm_flops_per_second();

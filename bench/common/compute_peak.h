@@ -13,6 +13,8 @@ namespace bench {
 // FLOP/s of the reference bf16 GEMM (median of 10 timed products after 2 warm-ups), measured on the first call.
 // Throws ragged::Error when a CUDA or cuBLAS call fails.
 double bf16_gemm_flops_per_second();
+// The size n of that n x n x n product: 8192, less in a run shrunk by RAGGED_BENCH_SCALE.
+int bf16_gemm_size();
 
 // Sets TFLOP/s and peak_frac after the timed loop.
 void set_gpu_flops(benchmark::State& state, double flops_per_iteration);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/common/gpu_timer.h"
+#include "bench/common/suite.h"
 #include "ragged/buffer.h"
 
 namespace ragged {
@@ -14,24 +15,25 @@ namespace bench {
 namespace {
 
 double measure_copy_bytes_per_second() {
-  constexpr std::size_t kBytes = std::size_t{256} << 20;  // far beyond any L2, so every copy goes to DRAM
+  // Far beyond any L2, so every copy goes to DRAM (unless RAGGED_BENCH_SCALE shrinks it).
+  const std::size_t bytes = scaled_bytes(std::size_t{256} << 20);
   constexpr int kRepeats = 15;
   GpuTimer& timer = GpuTimer::instance();
   cudaStream_t stream = timer.stream();
-  DeviceBuffer<unsigned char> src(kBytes, stream), dst(kBytes, stream);
+  DeviceBuffer<unsigned char> src(bytes, stream), dst(bytes, stream);
   src.fill_bytes(0x5a);
-  cuda_check(cudaMemcpyAsync(dst.data(), src.data(), kBytes, cudaMemcpyDeviceToDevice, stream), "warm-up copy");
+  cuda_check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, stream), "warm-up copy");
   std::vector<double> seconds(kRepeats);
   for (double& s : seconds) {
     cuda_check(timer.record_start(), "cudaEventRecord");
-    cuda_check(cudaMemcpyAsync(dst.data(), src.data(), kBytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+    cuda_check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
     cuda_check(timer.record_stop(), "cudaEventRecord");
     cuda_check(timer.elapsed(&s), "cudaEventElapsedTime");
   }
   std::sort(seconds.begin(), seconds.end());
   const double median = seconds[kRepeats / 2];
   cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  return 2.0 * static_cast<double>(kBytes) / median;
+  return 2.0 * static_cast<double>(bytes) / median;
 }
 
 }  // namespace

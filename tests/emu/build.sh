@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Builds GPU test programs against the kernel emulator (docs/emulator.md): copies the sources into
 # $BUILD/tree, rewrites each kernel launch (k<<<grid, block, shared, stream>>>(args)) into a call of
-# emu::launch_body with a lambda that calls k(args) (so template arguments are deduced as nvcc does), each
+# emu::launch_body with a lambda that holds the arguments' values, taken at the launch as CUDA does, and calls
+# k with them (so template arguments are deduced as nvcc does), each
 # `extern __shared__` array into the emulator's dynamic shared memory and the inline PTX outside the replaced
-# headers (ex2.approx) into its emulation, compiles every translation unit as host C++ with cuda_emu.h force-included, and links each test in $TESTS against the
-# emulated runtime instead of libcudart.
-#   tests/emu/build.sh BUILD_DIR test_segment_reduce test_segment_softmax ...
+# headers (ex2.approx) into its emulation, compiles every translation unit as host C++ with cuda_emu.h
+# force-included, and links each program named against the emulated runtime instead of libcudart: a GPU test
+# program (tests/gpu/<name>.cu) or ragged_bench, the benchmark program (bench/, with Google Benchmark).
+#   tests/emu/build.sh BUILD_DIR test_segment_reduce test_segment_softmax ... [ragged_bench]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 build="$(mkdir -p "$1" && cd "$1" && pwd)"
 shift
-tests=("$@")
+programs=("$@")
 # The CUDA headers (types, half / bfloat16, cuBLAS declarations): next to nvcc, on PATH or in /usr/local/cuda.
 nvcc_path="$(command -v nvcc || true)"
 if [[ -z "$nvcc_path" && -x /usr/local/cuda/bin/nvcc ]]; then nvcc_path=/usr/local/cuda/bin/nvcc; fi
@@ -25,14 +27,15 @@ jobs="${EMU_JOBS:-$(nproc)}"
 
 rm -rf "$tree"
 mkdir -p "$tree" "$build/obj"
-cp -r "$root/include" "$root/kernels" "$root/src" "$root/tests" "$tree/"
+cp -r "$root/include" "$root/kernels" "$root/src" "$root/tests" "$root/bench" "$tree/"
 # The headers that wrap PTX (mma.sync, ldmatrix, cp.async) are replaced by emulated ones.
 cp "$here/device/mma_sync.cuh" "$here/device/async_copy.cuh" "$tree/kernels/"
 find "$tree" \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.cpp' \) -print0 |
   xargs -0 perl -0pi -e '
     s{^([ \t]*)((?:if \([^\n]*?\) |else )?)([^\n;]*?)<<<([^\n]*?)>>>\(([^;]*?)\);}{
       my ($indent, $kernel, $config, $args) = ($1 . $2, $3, $4, $5);
-      $indent . "::emu::launch_body(\"" . ($kernel =~ s/"/\\"/gr) . "\", ::emu::config($config), [=] { $kernel($args); });"
+      $indent . "::emu::launch_body(\"" . ($kernel =~ s/"/\\"/gr) . "\", ::emu::config($config), " .
+        "[=, emu_args = std::make_tuple($args)] { std::apply([&](const auto&... a) { $kernel(a...); }, emu_args); });"
     }gme;
     s{asm\("ex2\.approx\.ftz\.f32 %0, %1;\\n" : "=f"\((\w+)\) : "f"\((\w+)\)\);}{$1 = ::emu::ex2_approx_ftz($2);}g;
     s{extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([^\n;\[]*?)\s*(\w+)\[\];}{$1* $2 = reinterpret_cast<$1*>(::emu::dynamic_shared());}g;
@@ -41,13 +44,25 @@ find "$tree" \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.cpp' \)
 flags=(-std=c++17 -O2 -g -mfma -ffp-contract=fast -fno-strict-aliasing -pthread -include "$here/cuda_emu.h"
        -I"$here/shim" -I"$tree/include" -I"$tree/kernels" -I"$tree/src" -I"$tree/tests" -I"$tree" -I"$cuda_include")
 
-# The library as an archive (a test pulls in only what it calls): every source of src/ and kernels/ (CUB and
-# Thrust calls go to the host stand-ins in shim/). Then the emulated runtime and the GPU test main.
+# The library as an archive (a program pulls in only what it calls): every source of src/ and kernels/ (CUB and
+# Thrust calls go to the host stand-ins in shim/). Then the emulated runtime, the GPU tests' main and the
+# benchmark program's sources (its suites, timers, cases and main).
 lib_sources=("$tree"/src/*.cpp "$tree"/kernels/*.cu)
-main_sources=("$here/emu_scheduler.cpp" "$here/emu_cuda_api.cpp" "$here/emu_cublas.cpp" "$tree/tests/common/test_util.cpp" "$tree/tests/common/gpu_main.cpp")
+runtime_sources=("$here/emu_scheduler.cpp" "$here/emu_cuda_api.cpp" "$here/emu_cublas.cpp")
+test_main_sources=("$tree/tests/common/test_util.cpp" "$tree/tests/common/gpu_main.cpp")
+bench_sources=("$tree"/bench/bench_*.cu "$tree"/bench/bench_*.cpp "$tree"/bench/common/*.cu "$tree"/bench/common/*.cpp
+               "$tree/bench/attention_cases.cpp" "$tree/bench/convert_cases.cpp")
 
-# src/segment_reduce.cpp and kernels/segment_reduce.cu must not share an object name.
-obj_of() { local src; for src in "$@"; do echo "$build/obj/$(basename "$(dirname "$src")")_$(basename "${src%.*}").o"; done; }
+# src/segment_reduce.cpp and kernels/segment_reduce.cu must not share an object name, nor bench/common/x.cpp
+# and tests/common/x.cpp.
+obj_of() {
+  local src
+  for src in "$@"; do
+    local rel="${src#"$tree"/}"
+    [[ "$rel" == "$src" ]] && rel="emu/$(basename "$src")"
+    echo "$build/obj/$(echo "${rel%.*}" | tr / _).o"
+  done
+}
 # Compiles sources into $build/obj, $jobs at a time; fails if any compile fails.
 compile_all() {
   local pids=() src
@@ -61,11 +76,24 @@ compile_all() {
   return $failed
 }
 
-test_sources=()
-for t in "${tests[@]}"; do test_sources+=("$tree/tests/gpu/$t.cu"); done
-compile_all "${lib_sources[@]}" "${main_sources[@]}" "${test_sources[@]}"
+sources=("${lib_sources[@]}" "${runtime_sources[@]}")
+tests=()
+bench=0
+for p in "${programs[@]}"; do
+  if [[ "$p" == ragged_bench ]]; then bench=1; else tests+=("$p"); fi
+done
+(( ${#tests[@]} > 0 )) && sources+=("${test_main_sources[@]}")
+for t in "${tests[@]}"; do sources+=("$tree/tests/gpu/$t.cu"); done
+(( bench )) && sources+=("${bench_sources[@]}")
+compile_all "${sources[@]}"
 rm -f "$build/libragged_emu.a"
 ar rcs "$build/libragged_emu.a" $(obj_of "${lib_sources[@]}")
 for t in "${tests[@]}"; do
-  g++ -pthread -o "$build/emu_$t" "$(obj_of "$tree/tests/gpu/$t.cu")" $(obj_of "${main_sources[@]}") "$build/libragged_emu.a"
+  g++ -pthread -o "$build/emu_$t" "$(obj_of "$tree/tests/gpu/$t.cu")" $(obj_of "${test_main_sources[@]}") \
+    $(obj_of "${runtime_sources[@]}") "$build/libragged_emu.a"
 done
+# Suites register themselves from static initialisers, so their objects are linked directly, not from an archive.
+if (( bench )); then
+  g++ -pthread -o "$build/emu_ragged_bench" $(obj_of "${bench_sources[@]}") $(obj_of "${runtime_sources[@]}") \
+    "$build/libragged_emu.a" -lbenchmark
+fi

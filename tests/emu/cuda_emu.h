@@ -249,7 +249,8 @@ inline LaunchConfig config(dim3 grid, dim3 block, std::size_t shared = 0, cudaSt
 
 // Runs (or, while its stream is captured, records) body() for every thread of the grid. The build rewrites
 // kernel<<<grid, block, shared, stream>>>(args) into launch_body("kernel", config(grid, block, shared, stream),
-// [=] { kernel(args); }): the arguments are copied at the launch, and every thread gets its own copy.
+// a lambda holding std::make_tuple(args) that calls kernel with them): the arguments are evaluated and copied at
+// the launch, as CUDA does (a captured graph replays those values), and every thread gets its own copy.
 void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body, bool cooperative = false);
 
 }  // namespace emu

@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -28,6 +30,8 @@ struct Allocation {
   std::size_t mapped;
 };
 std::map<void*, Allocation> g_allocations;
+
+std::map<cudaEvent_t, std::chrono::steady_clock::time_point> g_event_times;
 
 // Streams and events are names only (work runs at once, in order): distinct non-null values.
 std::uintptr_t next_handle() {
@@ -86,6 +90,21 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
   }
 }
 
+// What the benchmarks read: an H100's figures, with EMU_SMS multiprocessors.
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* props, int) {
+  *props = cudaDeviceProp{};
+  std::snprintf(props->name, sizeof(props->name), "kernel emulator (tests/emu), sm_90 as an H100");
+  props->major = 9;
+  props->minor = 0;
+  props->multiProcessorCount = emu::env_int("EMU_SMS", 132);
+  props->l2CacheSize = 50 << 20;
+  props->totalGlobalMem = std::size_t{80} << 30;
+  props->sharedMemPerBlock = 49152;
+  props->sharedMemPerBlockOptin = 232448;
+  props->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
+}
+
 cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute attr, int value) {
   if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize && (value < 0 || value > 232448))
     return set_error(cudaErrorInvalidValue);
@@ -118,6 +137,7 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     default: return "emulated CUDA error";
   }
 }
@@ -128,6 +148,7 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     default: return "cudaErrorUnknown";
   }
 }
@@ -197,9 +218,22 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
   return cudaSuccess;
 }
 cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, 0); }
-cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  emu::g_event_times.erase(event);
+  return cudaSuccess;
+}
+// An event takes the host clock's time when the stream reaches it: the emulator's time, not a GPU's.
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  enqueue(stream, [=] { emu::g_event_times[event] = std::chrono::steady_clock::now(); });
+  return cudaSuccess;
+}
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t stop) {
+  const auto a = emu::g_event_times.find(start), b = emu::g_event_times.find(stop);
+  if (a == emu::g_event_times.end() || b == emu::g_event_times.end()) return set_error(cudaErrorInvalidResourceHandle);
+  *ms = std::chrono::duration<float, std::milli>(b->second - a->second).count();
+  return cudaSuccess;
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
