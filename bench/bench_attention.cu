@@ -55,6 +55,31 @@ std::vector<std::int32_t> offsets_of(const std::vector<std::int64_t>& lengths) {
   return offsets;
 }
 
+// The sequence index of a case: offsets (ragged) or lengths (padded [batch, max_len, heads, dim]).
+std::vector<std::int32_t> case_index(const AttentionCase& c, bool padded_layout) {
+  return padded_layout ? std::vector<std::int32_t>(c.lengths.begin(), c.lengths.end()) : offsets_of(c.lengths);
+}
+
+// The attention call of a case on the given tensors (device or host pointers alike), self-attention: K and V
+// share Q's sequences, heads and layout; the library picks the query tile.
+AttentionArgs<Bf16, std::int32_t> case_args(const AttentionCase& c, bool padded_layout, const Bf16* q, const Bf16* k,
+                                            const Bf16* v, Bf16* o, const std::int32_t* index) {
+  AttentionArgs<Bf16, std::int32_t> a;
+  a.q = dense_heads<const Bf16>(q, c.heads, c.head_dim);
+  a.k = dense_heads<const Bf16>(k, c.heads, c.head_dim);
+  a.v = dense_heads<const Bf16>(v, c.heads, c.head_dim);
+  a.o = dense_heads<Bf16>(o, c.heads, c.head_dim);
+  a.q_seq = padded_layout ? SequenceLayout<std::int32_t>::padded(index, c.batch, c.max_len)
+                          : SequenceLayout<std::int32_t>::ragged(index, c.tokens);
+  a.k_seq = a.q_seq;
+  a.batch = c.batch;
+  a.heads_q = a.heads_kv = c.heads;
+  a.head_dim = c.head_dim;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  a.causal = c.causal;
+  return a;
+}
+
 // RAGGED_BENCH_VERIFY (bench/common/verify.h): O against ragged's CPU reference on the same Q, K and V in the
 // same layout, ragged or padded [batch, max_len, heads, dim]; padded rows, which the reference leaves unwritten,
 // are skipped.
@@ -63,21 +88,8 @@ void verify_attention(benchmark::State& state, const AttentionCase& c, bool padd
                       const char* what) {
   const std::vector<Bf16> hq = q.to_host(), hk = k.to_host(), hv = v.to_host();
   std::vector<Bf16> want(o.size(), __float2bfloat16(NAN));
-  const std::vector<std::int32_t> lengths32(c.lengths.begin(), c.lengths.end()), offsets = offsets_of(c.lengths);
-  AttentionArgs<Bf16, std::int32_t> a;
-  a.q = dense_heads<const Bf16>(hq.data(), c.heads, c.head_dim);
-  a.k = dense_heads<const Bf16>(hk.data(), c.heads, c.head_dim);
-  a.v = dense_heads<const Bf16>(hv.data(), c.heads, c.head_dim);
-  a.o = dense_heads<Bf16>(want.data(), c.heads, c.head_dim);
-  a.q_seq = padded_layout ? SequenceLayout<std::int32_t>::padded(lengths32.data(), c.batch, c.max_len)
-                          : SequenceLayout<std::int32_t>::ragged(offsets.data(), c.tokens);
-  a.k_seq = a.q_seq;
-  a.batch = c.batch;
-  a.heads_q = a.heads_kv = c.heads;
-  a.head_dim = c.head_dim;
-  a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  a.causal = c.causal;
-  reference::attention_forward(a);
+  const std::vector<std::int32_t> index = case_index(c, padded_layout);
+  reference::attention_forward(case_args(c, padded_layout, hq.data(), hk.data(), hv.data(), want.data(), index.data()));
   check_against_reference(state, as_doubles(o.to_host()), as_doubles(want), verify_tolerance<Bf16>(), what);
 }
 
@@ -92,21 +104,9 @@ void bench_fused(benchmark::State& state, const AttentionCase& c, bool padded_la
     fill_uniform(q, 1.0f, 1u, stream);
     fill_uniform(k, 1.0f, 2u, stream);
     fill_uniform(v, 1.0f, 3u, stream);
-    std::vector<std::int32_t> lengths32(c.lengths.begin(), c.lengths.end());
-    DeviceBuffer<std::int32_t> index(padded_layout ? lengths32 : offsets_of(c.lengths), stream);
-    AttentionArgs<Bf16, std::int32_t> a;
-    a.q = dense_heads<const Bf16>(q.data(), c.heads, c.head_dim);
-    a.k = dense_heads<const Bf16>(k.data(), c.heads, c.head_dim);
-    a.v = dense_heads<const Bf16>(v.data(), c.heads, c.head_dim);
-    a.o = dense_heads<Bf16>(o.data(), c.heads, c.head_dim);
-    a.q_seq = padded_layout ? SequenceLayout<std::int32_t>::padded(index.data(), c.batch, c.max_len)
-                            : SequenceLayout<std::int32_t>::ragged(index.data(), rows);
-    a.k_seq = a.q_seq;
-    a.batch = c.batch;
-    a.heads_q = a.heads_kv = c.heads;
-    a.head_dim = c.head_dim;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    a.causal = c.causal;
+    DeviceBuffer<std::int32_t> index(case_index(c, padded_layout), stream);
+    AttentionArgs<Bf16, std::int32_t> a =
+        case_args(c, padded_layout, q.data(), k.data(), v.data(), o.data(), index.data());
     a.query_tile = query_tile;
     std::size_t ws_bytes = 0;
     if (!ok_or_skip(state, varlen_attention_forward(nullptr, ws_bytes, a, stream), "workspace query")) return;
