@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Full check on a GPU machine, in this order: the device description, configure + build, ctest, the benchmarks
-# (one run per suite), the PyTorch comparisons, then every GPU test under compute-sanitizer (memcheck,
-# racecheck, initcheck, synccheck). Run from the repository root:
+# (one run per suite), the PyTorch comparisons, the benchmarks shrunk and checked against the CPU references,
+# then every GPU test under compute-sanitizer (memcheck, racecheck, initcheck, synccheck). Run from the
+# repository root:
 #
 #   scripts/gpu-check.sh OUTDIR
 #
@@ -34,6 +35,8 @@
 #   RAGGED_BENCH_TIMEOUT       seconds per benchmark suite (default: 150)
 #   RAGGED_BENCH_ARGS          extra arguments for ragged_bench (e.g. --benchmark_filter=/tile:)
 #   RAGGED_SKIP_BENCH=1        skip the benchmarks
+#   RAGGED_SKIP_BENCH_VERIFY=1 skip the shrunk run that holds every benchmark's result against the CPU
+#                              references (scripts/bench_verify.sh; runs after the PyTorch comparisons)
 #   RAGGED_SKIP_TORCH=1        skip the PyTorch comparisons (scripts/torch_rnn.py, scripts/torch_attention.py)
 #   RAGGED_TORCH_TIMEOUT       seconds per PyTorch comparison (default: 240)
 #   RAGGED_SKIP_TESTS=1        skip ctest (e.g. in a second device call that only runs sanitizers)
@@ -245,6 +248,27 @@ if [ "$configure_rc" -eq 0 ]; then
       --out "$build/targets.md" >>"$out/bench.log" 2>&1 || targets_rc=$?
     if [ "$targets_rc" -eq 0 ]; then targets_report="$build/targets.md"; fi
     record "targets report (issues 3-5)" "$(verdict "$targets_rc")" "$targets_rc" "summary.md (below), bench.log"
+  fi
+
+  # ---- every benchmark's result against the CPU references, shrunk (scripts/bench_verify.sh) ---------------
+  # Seconds of GPU time; the CPU references take most of it. Checks the baselines (CUB, cuBLAS, padded) on the
+  # real libraries, which the emulator's run (tests/emu/run_bench.sh) could only check against stand-ins.
+  if [ "${RAGGED_SKIP_BENCH:-0}" != "1" ] && [ "${RAGGED_SKIP_BENCH_VERIFY:-0}" != "1" ] &&
+    [ -x "$build/bench/ragged_bench" ]; then
+    limit=$(step_timeout 120)
+    if [ "$limit" -eq 0 ]; then
+      record "benchmarks verified against the CPU references (shrunk)" "not run (deadline)" "-" "-"
+    else
+      verify_rc=0
+      {
+        echo
+        echo "== scripts/bench_verify.sh (within ${limit}s)"
+        BENCH_VERIFY_JOBS=2 BENCH_VERIFY_DEADLINE="$limit" scripts/bench_verify.sh "$build/bench/ragged_bench" \
+          "$build/bench_verify" 2>&1
+      } >>"$out/bench.log" || verify_rc=$?
+      record "benchmarks verified against the CPU references (shrunk)" "$(verdict "$verify_rc")" "$verify_rc" \
+        "bench.log"
+    fi
   fi
 
   # ---- GPU tests under compute-sanitizer ------------------------------------------------------------------
