@@ -19,6 +19,10 @@
 #   RAGGED_PROFILE_TIMEOUT   seconds per case (default: 120)
 #   RAGGED_DEADLINE          seconds the whole profile may take (default: 560); cases that no longer fit are
 #                            listed as not run
+#   RAGGED_PROFILE_DETAIL=1  also profile one launch per case with every section (--set full) into
+#                            OUTDIR/detail/CASE.details.txt (stall reasons, memory and scheduler tables) and
+#                            CASE.sass.csv (per-instruction executed counts and stall samples: which lines the
+#                            time goes to); the .ncu-rep itself is deleted unless RAGGED_PROFILE_KEEP_REPORTS=1
 #   RAGGED_PROFILE_DRY_RUN=1 print the commands and check that every case names a benchmark ragged_bench lists;
 #                            runs no benchmark, needs no GPU or ncu (ctest profile_cases runs this)
 set -euo pipefail
@@ -165,6 +169,25 @@ for entry in "${cases[@]}"; do
   grep -v '^"' "$out/.case.out" >>"$log" || true
   echo "-> rc=$rc" >>"$log"
   if [ "$rc" -ne 0 ]; then not_run+=("$name (rc=$rc)"); fi
+  if [ "$rc" -eq 0 ] && [ "${RAGGED_PROFILE_DETAIL:-0}" = "1" ] && [ "$(left)" -ge 40 ]; then
+    mkdir -p "$out/detail"
+    report="$out/detail/$name"
+    detail_limit=$(left)
+    if [ "$detail_limit" -gt "$case_timeout" ]; then detail_limit=$case_timeout; fi
+    detail=(ncu --clock-control none --set full --import-source no -f -o "$report" --kernel-name "$kernels"
+            --launch-skip "$skip" --launch-count 1 "$build/bench/ragged_bench" "--benchmark_filter=^${bench}\$"
+            --benchmark_min_time=0.01 --benchmark_repetitions=1)
+    echo "== $name, every section (timeout ${detail_limit}s): ${detail[*]}" >>"$log"
+    detail_rc=0
+    RAGGED_BENCH_SUITES=$suite RAGGED_BENCH_NO_CEILINGS=1 timeout "$detail_limit" "${detail[@]}" >>"$log" 2>&1 ||
+      detail_rc=$?
+    echo "-> rc=$detail_rc" >>"$log"
+    if [ -f "$report.ncu-rep" ]; then
+      ncu --import "$report.ncu-rep" --page details >"$report.details.txt" 2>>"$log" || true
+      ncu --import "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>>"$log" || true
+      if [ "${RAGGED_PROFILE_KEEP_REPORTS:-0}" != "1" ]; then rm -f "$report.ncu-rep"; fi
+    fi
+  fi
   # Where ncu cannot read the counters at all (seen on gVisor machines: "Failed to initialize the profiler:
   # LibraryNotLoaded"), every case would fail the same way: stop and say so.
   if [ "$rc" -ne 0 ] && grep -qE "Failed to initialize the profiler|LibraryNotLoaded|ERR_NVGPUCTRPERM" "$out/.case.out" "$log"; then

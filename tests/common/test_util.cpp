@@ -1,6 +1,8 @@
 #include "common/test_util.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace ragged {
 namespace test {
@@ -24,6 +26,12 @@ bool gpu_available() {
 const char* gpu_unavailable_reason() {
   probe();
   return g_device_error != cudaSuccess ? cudaGetErrorString(g_device_error) : "device count is 0";
+}
+
+void poison_workspace(DeviceBuffer<unsigned char>& workspace) {
+  const char* unset = std::getenv("RAGGED_TEST_UNSET_WORKSPACE");
+  if (unset != nullptr && std::string(unset) == "1") return;
+  workspace.fill_bytes(0xff);
 }
 
 std::mt19937_64 make_rng(std::uint64_t salt) {

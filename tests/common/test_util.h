@@ -95,8 +95,14 @@ void poison(DeviceBuffer<T>& buffer) {
                         : 0x5a);
 }
 
+// Fills a workspace with 0xff bytes before an op runs (NaN in every floating type, -1 in every signed integer):
+// an op must neither expect it zeroed nor read a byte it did not write first, and such a read then shows in its
+// results (or as an out-of-bounds access). RAGGED_TEST_UNSET_WORKSPACE=1 leaves the workspace as allocated, so
+// that compute-sanitizer's initcheck (scripts/gpu-check.sh sets it there) reports the read instead.
+void poison_workspace(DeviceBuffer<unsigned char>& workspace);
+
 // The two-phase call of a low-level op: queries the workspace, provides max(bytes, 1) bytes of it filled with
-// garbage (an op must not expect it zeroed), runs, synchronises. `op(void* workspace, std::size_t& bytes)`
+// garbage (poison_workspace), runs, synchronises. `op(void* workspace, std::size_t& bytes)`
 // returns Status; so does this.
 template <typename Op>
 Status run_two_phase(Op&& op) {
@@ -104,7 +110,7 @@ Status run_two_phase(Op&& op) {
   const Status query = op(nullptr, bytes);
   if (query != Status::kSuccess) return query;
   DeviceBuffer<unsigned char> workspace(bytes > 0 ? bytes : 1);
-  workspace.fill_bytes(0xa5);
+  poison_workspace(workspace);
   const Status run = op(workspace.data(), bytes);
   if (run != Status::kSuccess) return run;
   return from_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the op");

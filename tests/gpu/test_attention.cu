@@ -446,6 +446,7 @@ TEST_CASE("attention can be captured in a CUDA graph", "[attention][gpu][graph]"
   std::size_t bytes = 0;
   REQUIRE_OK(varlen_attention_forward(nullptr, bytes, a, nullptr));
   DeviceBuffer<unsigned char> ws(std::max<std::size_t>(bytes, 1));
+  test::poison_workspace(ws);
   test::CapturedGraph graph([&](cudaStream_t stream) { return varlen_attention_forward(ws.data(), bytes, a, stream); });
   REQUIRE_OK(graph.enqueued);
   REQUIRE_CUDA(cudaDeviceSynchronize());  // the poisoning above, before the graph's own stream runs

@@ -419,6 +419,7 @@ TEST_CASE("both conversions can be captured in a CUDA graph and replayed", "[con
   REQUIRE_OK(padded_to_ragged(nullptr, to_ragged_bytes, padded_src, ragged_dst, -1.0f, Align::kRight,
                               Truncate::kLeft, nullptr));
   DeviceBuffer<unsigned char> ws(std::max<std::size_t>(std::max(to_padded_bytes, to_ragged_bytes), 1));
+  test::poison_workspace(ws);
 
   test::CapturedGraph graph([&](cudaStream_t stream) {
     const Status first = ragged_to_padded(ws.data(), to_padded_bytes, src, padded, 0.5f, Align::kRight,

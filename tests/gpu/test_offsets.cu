@@ -23,6 +23,7 @@ void run_lengths_to_offsets(const std::vector<LengthT>& lengths, std::vector<Off
   std::size_t bytes = 0;
   REQUIRE_OK(lengths_to_offsets(nullptr, bytes, d_lengths.data(), batch, d_offsets.data(), d_check.data(), nullptr));
   DeviceBuffer<unsigned char> ws(std::max<std::size_t>(bytes, 1));
+  test::poison_workspace(ws);
   REQUIRE_OK(lengths_to_offsets(ws.data(), bytes, d_lengths.data(), batch, d_offsets.data(), d_check.data(), nullptr));
   REQUIRE_CUDA(cudaDeviceSynchronize());
   offsets = d_offsets.to_host();
@@ -146,6 +147,7 @@ TEMPLATE_TEST_CASE("offsets_to_lengths and max_length", "[offsets][gpu]", std::i
     REQUIRE_OK(offsets_to_lengths(one_byte.data(), bytes, d_offsets.data(), batch, d_lengths.data(), nullptr));
     REQUIRE_OK(max_length(nullptr, bytes, d_offsets.data(), batch, d_max.data(), nullptr));
     DeviceBuffer<unsigned char> ws(std::max<std::size_t>(bytes, 1));
+    test::poison_workspace(ws);
     REQUIRE_OK(max_length(ws.data(), bytes, d_offsets.data(), batch, d_max.data(), nullptr));
     REQUIRE_CUDA(cudaDeviceSynchronize());
     REQUIRE(d_lengths.to_host() == lengths);
@@ -198,6 +200,7 @@ TEST_CASE("lengths_to_offsets refuses a workspace smaller than the query returne
   DeviceBuffer<std::int32_t> d_lengths(std::vector<std::int32_t>{1, 2});
   REQUIRE_OK(lengths_to_offsets(nullptr, bytes, d_lengths.data(), 2, d_offsets.data(), nullptr, nullptr));
   DeviceBuffer<unsigned char> ws(bytes);
+  test::poison_workspace(ws);
   std::size_t too_small = bytes - 1;
   REQUIRE(lengths_to_offsets(ws.data(), too_small, d_lengths.data(), 2, d_offsets.data(), nullptr, nullptr) ==
           Status::kWorkspaceTooSmall);
@@ -219,6 +222,7 @@ TEST_CASE("lengths_to_offsets can be captured in a CUDA graph and replayed", "[o
     std::size_t bytes = 0;
     REQUIRE_OK(lengths_to_offsets(nullptr, bytes, d_lengths.data(), batch, d_offsets.data(), d_check.data(), stream));
     DeviceBuffer<unsigned char> ws(bytes, stream);
+    test::poison_workspace(ws);
     REQUIRE_CUDA(cudaStreamSynchronize(stream));
 
     cudaGraph_t graph = nullptr;

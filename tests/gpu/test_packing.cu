@@ -79,6 +79,7 @@ CheckResult run_packing_order(const DeviceBuffer<OffsetT>& offsets, std::int64_t
   std::size_t bytes = 0;
   REQUIRE_OK((packing_order<OffsetT>(nullptr, bytes, offsets.data(), batch, layout.view(), nullptr, nullptr)));
   DeviceBuffer<unsigned char> workspace(std::max<std::size_t>(bytes, 1));
+  test::poison_workspace(workspace);
   if (bytes > 0) {
     std::size_t less = bytes - 1;
     REQUIRE(packing_order<OffsetT>(workspace.data(), less, offsets.data(), batch, layout.view(), nullptr, nullptr) ==
@@ -312,6 +313,7 @@ TEST_CASE("packing_order, pack and unpack can be captured in a CUDA graph", "[pa
     std::size_t bytes = 0;
     REQUIRE_OK((packing_order<std::int32_t>(nullptr, bytes, offsets.data(), batch, layout.view(), nullptr, stream)));
     DeviceBuffer<unsigned char> workspace(std::max<std::size_t>(bytes, 1));
+    test::poison_workspace(workspace);
     REQUIRE_CUDA(cudaDeviceSynchronize());
 
     const RaggedView<const float, std::int32_t> src_view{d_src.data(), offsets.data(), batch, nnz, inner};

@@ -204,6 +204,7 @@ Outputs<T> run_device(const Model<T>& model, const Inputs<T, OffsetT>& in, const
   std::size_t bytes = 0;
   REQUIRE_OK(forward(nullptr, bytes));
   DeviceBuffer<unsigned char> workspace(bytes + 1);
+  test::poison_workspace(workspace);
   if (bytes > 0) {
     std::size_t short_bytes = bytes - 1;
     REQUIRE(forward(workspace.data(), short_bytes) == Status::kWorkspaceTooSmall);
@@ -597,6 +598,7 @@ TEST_CASE("rnn_forward: hn / cn may be omitted, and the handle's stream and mode
   std::size_t bytes = 0;
   REQUIRE_OK((rnn_forward<float, std::int32_t>(nullptr, bytes, args, stream)));
   DeviceBuffer<unsigned char> workspace(bytes);
+  test::poison_workspace(workspace);
   REQUIRE_OK((rnn_forward<float, std::int32_t>(workspace.data(), bytes, args, stream)));
   REQUIRE_CUDA(cudaStreamSynchronize(stream));
   cudaStream_t now = nullptr;
@@ -797,6 +799,7 @@ TEST_CASE("rnn_forward can be captured in a CUDA graph", "[rnn]") {
   std::size_t bytes = 0;
   REQUIRE_OK((rnn_forward<bfloat16, std::int32_t>(nullptr, bytes, args, nullptr)));
   DeviceBuffer<unsigned char> workspace(bytes);
+  test::poison_workspace(workspace);
   cudaStream_t stream = nullptr;
   REQUIRE_CUDA(cudaStreamCreate(&stream));
   cudaGraph_t graph = nullptr;
@@ -832,6 +835,7 @@ TEST_CASE("rnn_forward refuses a short workspace and a persistent kernel that ca
 
   SECTION("too small a workspace") {
     DeviceBuffer<unsigned char> workspace(bytes);
+    test::poison_workspace(workspace);
     std::size_t short_bytes = bytes - 1;
     REQUIRE(rnn_forward<float, std::int32_t>(workspace.data(), short_bytes, good, nullptr) ==
             Status::kWorkspaceTooSmall);
@@ -891,6 +895,7 @@ TEST_CASE("rnn_forward never leaves its buffers with malformed offsets", "[rnn][
     std::size_t bytes = 0;
     REQUIRE_OK((rnn_forward<float, std::int32_t>(nullptr, bytes, args, nullptr)));
     DeviceBuffer<unsigned char> workspace(bytes);
+    test::poison_workspace(workspace);
     REQUIRE_OK((rnn_forward<float, std::int32_t>(workspace.data(), bytes, args, nullptr)));
     REQUIRE_CUDA(cudaDeviceSynchronize());
   }

@@ -246,6 +246,8 @@ TEST_CASE("segment_reduce and its backward can be captured in a CUDA graph", "[s
                                      grad_in.data(), nullptr));
   DeviceBuffer<unsigned char> forward_ws(std::max<std::size_t>(forward_bytes, 1));
   DeviceBuffer<unsigned char> backward_ws(std::max<std::size_t>(backward_bytes, 1));
+  test::poison_workspace(forward_ws);
+  test::poison_workspace(backward_ws);
   REQUIRE_CUDA(cudaDeviceSynchronize());
 
   Status forward = Status::kSuccess, backward = Status::kSuccess;
@@ -295,6 +297,7 @@ TEMPLATE_TEST_CASE("segment_reduce: a short workspace is refused, an empty batch
     REQUIRE_OK(segment_reduce(nullptr, bytes, dev.view(), ReduceOp::kSum, out.data(), nullptr, 0.0f, nullptr));
     REQUIRE(bytes > 0);
     DeviceBuffer<unsigned char> workspace(bytes);
+    test::poison_workspace(workspace);
     std::size_t too_few = bytes - 1;
     REQUIRE(segment_reduce(workspace.data(), too_few, dev.view(), ReduceOp::kSum, out.data(), nullptr, 0.0f,
                            nullptr) == Status::kWorkspaceTooSmall);
