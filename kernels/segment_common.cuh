@@ -357,6 +357,28 @@ __device__ __forceinline__ LaneSlot lane_slot(const SegmentGeometry& g, std::int
   return LaneSlot{vcol, 0, vcol < g.vcols};
 }
 
+// Merges the accumulators of a narrow unit's token phases (lane = phase * vcols + vcol) into the phase-0 lanes,
+// by a tree of fixed shape: for s = P/2, P/4, ..., 1 (P: phases rounded up to a power of two), phase p merges
+// phase p + s when p + s < phases. At D = 1 that is 5 rounds of shuffles where a serial gather by phase 0 took
+// 31, one after another (each a shuffle and, for softmax, two expf). The order depends only on phases, so
+// results stay deterministic and independent of the batch. Other lanes end with partial merges. Called by the
+// whole warp; Acc has merge(other) and shfl(src_lane).
+template <typename Acc, int V>
+__device__ __forceinline__ void merge_phases(Acc (&acc)[V], const SegmentGeometry& g, const LaneSlot& slot) {
+  int span = 1;
+  while (span < g.phases) span <<= 1;
+  const int lane = lane_id();
+  for (int s = span >> 1; s > 0; s >>= 1) {
+    const int from = lane + s * static_cast<int>(g.vcols);
+    const bool take = slot.phase + s < g.phases;  // then `from` is a lane of phase p + s
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const Acc other = acc[v].shfl(from < kWarpSize ? from : lane);
+      if (take) acc[v].merge(other);
+    }
+  }
+}
+
 // The columns [col0, col1) of column tile `tile` of a unit: all D when the warp spans them (narrow), else 32
 // vectors.
 __device__ __forceinline__ void tile_columns(const SegmentGeometry& g, std::int64_t tile, std::int64_t& col0,

@@ -105,11 +105,12 @@ constexpr std::int64_t softmax_min_chunk_tokens(bool backward, std::size_t elem_
 
 // Softmax: a row of several chunks, but at most this many, is written by the warp that merges its statistics
 // (the root of its merge tree, per column tile) right away, while the row is still in L2 from the first pass,
-// so such rows cost one DRAM read and one write. Longer rows are written by the second-pass kernel (two reads:
-// a row that large would not stay in L2 anyway).
-// 32 chunks are 32 x 1024 elements at D = 1, or 256 (float) to 512 (half) tokens of a 32-vector column tile
-// at wide D.
-constexpr std::int64_t kLocalFinishChunks = 32;
+// so such rows cost one DRAM read and one write. Longer rows are written by the second-pass kernel (two reads),
+// spread over every warp. One warp writes the whole (row, tile), so the limit bounds the tail it adds: at 32
+// chunks the first H100 run (docs/results/2026-11-24-*) had bf16 softmax at D = 1024 (rows of ~16 chunks x 4
+// tiles) take 862 us at 8.8% achieved occupancy for 64 MiB, the second pass idle. 4 chunks are 4 x 1024
+// elements at D = 1, or 32 (float) to 64 (half) tokens of a 32-vector column tile at wide D.
+constexpr std::int64_t kLocalFinishChunks = 4;
 
 RAGGED_HOST_DEVICE bool finishes_locally(std::int64_t chunks, const SegmentGeometry& g) {
   return chunks > 1 && chunks <= g.local_finish_chunks;

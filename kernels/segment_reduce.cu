@@ -22,11 +22,12 @@ namespace {
 
 constexpr int kThreads = kSegmentThreads;
 
-// Loads in flight per lane in the unit loop: 64 bytes, so that a warp keeps 2 KB in flight whatever the vector
-// width (at D = 1 a lane reads 4-byte floats; 4 loads per lane left ~0.5 KB per warp, and an H100 SM needs about
-// 3.35 TB/s x ~700 ns / 132 SMs ~ 18 KB in flight, far more than 16-24 resident warps x 0.5 KB).
+// Loads in flight per lane in the unit loop: 128 bytes (at most 32 loads), held raw until their adds (32
+// registers whatever the type: converted to float at load, 16-bit vectors took twice that). The first H100 run
+// (docs/results/2026-11-24-*) had the unit kernel at 52-58% of DRAM peak with 64 bytes: a 64 MiB tensor is only
+// ~2050 units of 32 KB, 15.5 warps per SM with 2 KB in flight each (31 KB per SM), and the time stayed latency's.
 template <typename T, int V>
-constexpr int kUnroll = 64 / static_cast<int>(V * sizeof(T)) > 4 ? 64 / static_cast<int>(V * sizeof(T)) : 4;
+constexpr int kUnroll = 128 / static_cast<int>(V * sizeof(T)) < 32 ? 128 / static_cast<int>(V * sizeof(T)) : 32;
 
 // add(x, xi): the next element of one lane's walk through a row, whose index xi is greater than every index
 // the accumulator has seen (so a tie never replaces); merge: any other accumulator.
@@ -128,10 +129,22 @@ __device__ void reduce_tiny_row(const SegmentReduceArgs<T, OffsetT>& a, std::int
   }
 }
 
-// The results of the empty rows first + i (bit i of `empty`), a warp per row.
+// The results of the empty rows first + i (bit i of `empty`): a row at a time across the warp's lanes, or,
+// when the rows outnumber their D columns, a lane per row (at D = 1 one store per lane, where the warp's loop
+// took a round per empty row: a fifth of the rows in the many-tiny-rows regime).
 template <typename T, typename OffsetT>
 __device__ void write_empty_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t first, unsigned empty) {
   const std::int64_t D = a.layout.geometry.inner;
+  if (D < __popc(empty)) {
+    const int lane = lane_id();
+    if ((empty >> lane) & 1u) {
+      for (std::int64_t col = 0; col < D; ++col) {
+        a.out[(first + lane) * D + col] = from_float<T>(a.empty_value);
+        if (a.arg != nullptr) a.arg[(first + lane) * D + col] = -1;
+      }
+    }
+    return;
+  }
   while (empty != 0) {
     const std::int64_t row = first + __ffs(empty) - 1;
     empty &= empty - 1;
@@ -185,37 +198,27 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
     auto add_group = [&](int count) {
       // Slots past `count` are zeroed, not left unset: unset, they kept the previous group's values alive across
       // the partial group, which ptxas spilled (float max, 3 blocks per SM).
-      float x[U][V];
+      Vec<T, V> raw[U];
 #pragma unroll
       for (int k = 0; k < U; ++k) {
         if (k < count) {
-          load_floats<T, V>(a.values + offset + k * stride, x[k]);
+          raw[k] = *reinterpret_cast<const Vec<T, V>*>(a.values + offset + k * stride);
         } else {
 #pragma unroll
-          for (int v = 0; v < V; ++v) x[k][v] = 0.0f;
+          for (int v = 0; v < V; ++v) raw[k].v[v] = from_float<T>(0.0f);
         }
       }
 #pragma unroll
       for (int k = 0; k < U; ++k)
         if (k < count) {
 #pragma unroll
-          for (int v = 0; v < V; ++v) acc[v].add(x[k][v], t + k * step);
+          for (int v = 0; v < V; ++v) acc[v].add(to_float(raw[k].v[v]), t + k * step);
         }
     };
     for (std::int64_t i = 0; i + U <= n; i += U, t += U * step, offset += U * stride) add_group(U);
     if (n % U != 0) add_group(static_cast<int>(n % U));
   }
-  if (g.narrow) {
-    // Phase 0 gathers the other phases in a fixed order.
-    for (int q = 1; q < g.phases; ++q) {
-      const int src = static_cast<int>(slot.vcol + q * g.vcols);
-#pragma unroll
-      for (int v = 0; v < V; ++v) {
-        const Acc other = acc[v].shfl(src);
-        if (slot.phase == 0) acc[v].merge(other);
-      }
-    }
-  }
+  if (g.narrow) merge_phases(acc, g, slot);
   const bool holder = g.narrow ? slot.phase == 0 : slot.active;
   const std::int64_t chunks = chunks_of(length, g);
   if (chunks == 1) {
@@ -243,6 +246,9 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
 // Blocks per SM the unit kernel is held to (__launch_bounds__): what ptxas reached before the units were walked
 // in contiguous shares (float: 79-80 registers, 3 blocks, except max with scalar loads at 100; 16-bit: 93-128,
 // 2), which a cursor kept across the unit's body would otherwise cost (float sum 79 -> 100, half max 120 -> 148).
+// With 128 bytes in flight per lane (kUnroll; ptxas, sm_90): float V = 4 stays at 80 registers with 16 bytes of
+// stack (per-unit values, stored and reloaded outside the load loop), float sum V = 1 at 80, float max / min
+// V = 1 at 123, 16-bit V = 1 at 98 and V = 8 at 110 (sum) to 128 (max / min): the same blocks per SM.
 template <typename T, typename Acc, int V>
 constexpr int kReduceMinBlocks = sizeof(T) == 4 && (V > 1 || std::is_same<Acc, SumAcc>::value) ? 3 : 2;
 

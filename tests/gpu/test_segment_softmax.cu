@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "../../kernels/segment_geometry.h"  // kLocalFinishChunks: the lengths below straddle it
 #include "gpu/segment_common.h"
 #include "ragged/tensor.h"
 
@@ -141,7 +142,7 @@ TEMPLATE_TEST_CASE("segment_softmax on the device: a plan too large for the firs
 
 TEMPLATE_TEST_CASE("segment_softmax rows on both sides of the local-finish limit", "[segment][gpu]", F32_I32,
                    BF16_I64) {
-  // Rows of 2 .. kLocalFinishChunks chunks are written by the warp that merges the root of their merge tree;
+  // Rows of 2 .. kLocalFinishChunks (K) chunks are written by the warp that merges the root of their merge tree;
   // longer ones by the second-pass kernel (segment_softmax.cu). With a fan-in of 16 the trees here have one or
   // two levels; "one row holds all" (1024 chunks at D = 1 and 64) has three. Forward chunks hold 1024 tokens at D = 1 and 16
   // at D = 64; at D = 1000 (column tiles) 8 float tokens, or 16 bfloat16 tokens streamed as 4 register tiles of
@@ -152,8 +153,10 @@ TEMPLATE_TEST_CASE("segment_softmax rows on both sides of the local-finish limit
   auto rng = test::make_rng(506);
   for (std::int64_t inner : {1, 64, 1000}) {
     const std::int64_t chunk = inner == 1 ? 1024 : inner == 64 ? 16 : sizeof(T) == 2 ? 16 : 8;
-    const std::vector<std::int64_t> lengths = {chunk + 1,      chunk * 16 - 1, 0,          chunk * 32, chunk * 32 + 1,
-                                               chunk * 64 + 5, chunk / 2,      chunk * 33, 2 * chunk,  3};
+    constexpr std::int64_t K = ragged::detail::kLocalFinishChunks;
+    const std::vector<std::int64_t> lengths = {chunk + 1,      chunk * K - 1, 0,  chunk * K,      chunk * K + 1,
+                                               chunk * 64 + 5, chunk / 2,     3,  chunk * (K + 1), 2 * chunk,
+                                               chunk * 16 - 1, chunk * 33};
     INFO("inner " << inner);
     check_softmax(test::random_ragged<T, OffsetT>(lengths, inner, rng, kSpareRows), rng);
   }
@@ -282,6 +285,8 @@ TEST_CASE("segment_softmax and its backward can be captured in a CUDA graph", "[
                                       grad_in.data(), nullptr));
   DeviceBuffer<unsigned char> forward_ws(std::max<std::size_t>(forward_bytes, 1));
   DeviceBuffer<unsigned char> backward_ws(std::max<std::size_t>(backward_bytes, 1));
+  test::poison_workspace(forward_ws);
+  test::poison_workspace(backward_ws);
   test::CapturedGraph graph([&](cudaStream_t stream) {
     // The backward pass reads the y the forward pass writes in the same graph.
     const Status forward = segment_softmax(forward_ws.data(), forward_bytes, dev.view(), true, y.data(), stream);
@@ -317,6 +322,7 @@ TEMPLATE_TEST_CASE("segment_softmax: a short workspace is refused, an empty batc
     REQUIRE_OK(segment_softmax(nullptr, bytes, dev.view(), false, out.data(), nullptr));
     REQUIRE(bytes > 0);
     DeviceBuffer<unsigned char> workspace(bytes);
+    test::poison_workspace(workspace);
     std::size_t too_few = bytes - 1;
     REQUIRE(segment_softmax(workspace.data(), too_few, dev.view(), false, out.data(), nullptr) ==
             Status::kWorkspaceTooSmall);
@@ -324,6 +330,7 @@ TEMPLATE_TEST_CASE("segment_softmax: a short workspace is refused, an empty batc
                                         grad_in.data(), nullptr));
     REQUIRE(bytes > 0);
     DeviceBuffer<unsigned char> backward_workspace(bytes);
+    test::poison_workspace(backward_workspace);
     too_few = bytes - 1;
     REQUIRE(segment_softmax_backward(backward_workspace.data(), too_few, dev.view(), false, out.data(),
                                      grad_out.data(), grad_in.data(), nullptr) == Status::kWorkspaceTooSmall);
