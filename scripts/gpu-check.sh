@@ -329,16 +329,19 @@ if [ "$configure_rc" -eq 0 ]; then
     for test in "${gpu_tests[@]}"; do
       name=$(basename "$test")
       case_specs=()
+      filter_matches=0
       if [ -z "$filter" ]; then
         mapfile -t names < <("$test" --list-test-names-only 2>/dev/null | grep . || true)
         for case_name in "${names[@]}"; do case_specs+=("$(catch_spec "$case_name")"); done
+      else
+        # Catch2 v2 exits 0 when a filter matches nothing: a program without a matching case is not run, and
+        # a filter that matches no case anywhere fails the step (below), so a typo cannot pass as clean.
+        filter_matches=$("$test" --list-test-names-only "$filter" 2>/dev/null | grep -c . || true)
       fi
       for tool in $tools; do
         if [ -n "$filter" ]; then
           specs=("$filter")
-          # Catch2 v2 exits 0 when a filter matches nothing: a program without a matching case is not run, and
-          # a filter that matches no case anywhere fails the step (below), so a typo cannot pass as clean.
-          if [ "$("$test" --list-test-names-only "$filter" 2>/dev/null | grep -c .)" -eq 0 ]; then specs=(); fi
+          if [ "$filter_matches" -eq 0 ]; then specs=(); fi
         elif [[ " $split_tools " == *" $tool "* ]] && [ ${#case_specs[@]} -gt 0 ]; then
           specs=("${case_specs[@]}")
         else

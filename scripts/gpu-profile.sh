@@ -148,9 +148,10 @@ for entry in "${cases[@]}"; do
   fi
   if [ "$limit" -gt "$case_timeout" ]; then limit=$case_timeout; fi
   # --clock-control none: profile at the clocks the benchmarks run at (ncu would otherwise lock them to base).
+  run_bench=("$build/bench/ragged_bench" "--benchmark_filter=^${bench}\$" --benchmark_min_time=0.01
+             --benchmark_repetitions=1)
   command=(ncu --clock-control none --csv --page raw --print-units base --metrics "$metric_list" --kernel-name "$kernels" --launch-skip "$skip"
-           --launch-count "$count" "$build/bench/ragged_bench" "--benchmark_filter=^${bench}\$"
-           --benchmark_min_time=0.01 --benchmark_repetitions=1)
+           --launch-count "$count" "${run_bench[@]}")
   echo "== $name (suite $suite, timeout ${limit}s): RAGGED_BENCH_SUITES=$suite RAGGED_BENCH_NO_CEILINGS=1 ${command[*]}" >>"$log"
   if [ "$dry_run" = "1" ]; then
     echo "RAGGED_BENCH_SUITES=$suite RAGGED_BENCH_NO_CEILINGS=1 timeout $limit ${command[*]}"
@@ -175,8 +176,7 @@ for entry in "${cases[@]}"; do
     detail_limit=$(left)
     if [ "$detail_limit" -gt "$case_timeout" ]; then detail_limit=$case_timeout; fi
     detail=(ncu --clock-control none --set full --import-source no -f -o "$report" --kernel-name "$kernels"
-            --launch-skip "$skip" --launch-count 1 "$build/bench/ragged_bench" "--benchmark_filter=^${bench}\$"
-            --benchmark_min_time=0.01 --benchmark_repetitions=1)
+            --launch-skip "$skip" --launch-count 1 "${run_bench[@]}")
     echo "== $name, every section (timeout ${detail_limit}s): ${detail[*]}" >>"$log"
     detail_rc=0
     RAGGED_BENCH_SUITES=$suite RAGGED_BENCH_NO_CEILINGS=1 timeout "$detail_limit" "${detail[@]}" >>"$log" 2>&1 ||

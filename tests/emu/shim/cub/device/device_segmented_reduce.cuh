@@ -17,29 +17,17 @@ struct DeviceSegmentedReduce {
   template <typename In, typename Out, typename Begin, typename End>
   static cudaError_t Sum(void* temp, std::size_t& temp_bytes, In in, Out out, std::int64_t segments, Begin begin,
                          End end, cudaStream_t stream = nullptr) {
-    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes);
-    return ::emu::shim::step("cub::DeviceSegmentedReduce::Sum", stream, [=] {
-      using T = std::remove_cv_t<std::remove_reference_t<decltype(in[0])>>;
-      for (std::int64_t s = 0; s < segments; ++s) {
-        T acc{};
-        for (std::int64_t i = begin[s]; i < end[s]; ++i) acc = acc + in[i];
-        out[s] = acc;
-      }
-    });
+    using T = std::remove_cv_t<std::remove_reference_t<decltype(in[0])>>;
+    return fold("cub::DeviceSegmentedReduce::Sum", temp, temp_bytes, in, out, segments, begin, end, stream, T{},
+                [](T acc, T x) { return acc + x; });
   }
 
   template <typename In, typename Out, typename Begin, typename End>
   static cudaError_t Max(void* temp, std::size_t& temp_bytes, In in, Out out, std::int64_t segments, Begin begin,
                          End end, cudaStream_t stream = nullptr) {
-    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes);
-    return ::emu::shim::step("cub::DeviceSegmentedReduce::Max", stream, [=] {
-      using T = std::remove_cv_t<std::remove_reference_t<decltype(in[0])>>;
-      for (std::int64_t s = 0; s < segments; ++s) {
-        T acc = std::numeric_limits<T>::lowest();
-        for (std::int64_t i = begin[s]; i < end[s]; ++i) acc = acc < in[i] ? in[i] : acc;
-        out[s] = acc;
-      }
-    });
+    using T = std::remove_cv_t<std::remove_reference_t<decltype(in[0])>>;
+    return fold("cub::DeviceSegmentedReduce::Max", temp, temp_bytes, in, out, segments, begin, end, stream,
+                std::numeric_limits<T>::lowest(), [](T acc, T x) { return acc < x ? x : acc; });
   }
 
   template <typename In, typename Out, typename Begin, typename End>
@@ -55,6 +43,21 @@ struct DeviceSegmentedReduce {
           if (i == begin[s] || best.value < in[i]) best = KeyValuePair<int, T>(key, in[i]);
         }
         out[s] = best;
+      }
+    });
+  }
+
+ private:
+  // out[s] = op(...op(op(init, in[begin[s]]), in[begin[s] + 1])..., in[end[s] - 1]) for every segment s.
+  template <typename In, typename Out, typename Begin, typename End, typename T, typename Op>
+  static cudaError_t fold(const char* name, void* temp, std::size_t& temp_bytes, In in, Out out,
+                          std::int64_t segments, Begin begin, End end, cudaStream_t stream, T init, Op op) {
+    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes);
+    return ::emu::shim::step(name, stream, [=] {
+      for (std::int64_t s = 0; s < segments; ++s) {
+        T acc = init;
+        for (std::int64_t i = begin[s]; i < end[s]; ++i) acc = op(acc, in[i]);
+        out[s] = acc;
       }
     });
   }
