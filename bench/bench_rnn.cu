@@ -8,6 +8,8 @@
 //           i.e. rnn_forward with every length = max_len (same kernels, same path choice)
 //   ragged/<case>/algo:per_step  the ragged run with the per-step path forced (the plain one takes kAuto's
 //           choice, the persistent kernel wherever the weights fit), to check that choice on the GPU
+//   floor/<case>/kind:barrier|exchange  the persistent kernel's step floors over its grid for the case, max_len
+//           steps (bench/rnn_step_floor.h): what its us_per_step is measured against
 //   ragged|padded/<case>/cublas_ws:4MiB  both runs with 4 MiB of ragged's workspace for cuBLAS (the plain ones
 //           give it none, the default): what that buys the projection GEMM in time against what it costs in peak
 //           memory, a fixed cost that weighs on the peak-memory target in small cases
@@ -32,6 +34,7 @@
 #include "bench/common/suite.h"
 #include "bench/common/traffic.h"
 #include "bench/common/verify.h"
+#include "bench/rnn_step_floor.h"
 #include "ragged/buffer.h"
 #include "ragged/reference_rnn.h"
 #include "ragged/rnn.h"
@@ -209,6 +212,9 @@ void register_rnn_gpu() {
     // ragged's own projection GEMM (bit-for-bit batch invariance): what it costs against cuBLAS's.
     add(c.name("ragged") + "/proj:invariant", RnnImpl::kRagged, RnnAlgo::kAuto, default_cublas_ws,
         RnnProjection::kBatchInvariant);
+    // What any persistent step over the same grid pays (bench/rnn_step_floor.h).
+    register_rnn_step_floor(c.name("floor") + "/kind:barrier", c.name("floor") + "/kind:exchange",
+                            RnnStepFloorCase{c.mode, c.bf16, c.batch, c.hidden, c.max_len});
   }
 }
 

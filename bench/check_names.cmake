@@ -13,9 +13,10 @@ string(REPLACE "\n" ";" names "${listing}")
 list(FILTER names EXCLUDE REGEX "^$")
 
 # Baselines pair with `ragged`; `copy` is the plain copy of the same bytes the conversions are held against;
-# `reference` is a CPU reference timed on its own (what runs without a GPU).
+# `reference` is a CPU reference timed on its own (what runs without a GPU); `floor` is a kernel that does only
+# what any implementation must (the RNN's step floors, bench/rnn_step_floor.h), one per `kind:` of a case.
 set(baselines padded cub cublas torch copy)
-set(known ragged reference ${baselines})
+set(known ragged reference floor ${baselines})
 set(problems "")
 set(ops "")
 foreach(name IN LISTS names)

@@ -61,5 +61,19 @@ assert "1 correctness checks, 0 failed" in text, "the SDPA correctness line is m
 attention_rows = [line for line in text.splitlines() if re.match(r"\| pad\d", line)]
 assert attention_rows and all(line.split("|")[6].strip() == "350" for line in attention_rows), \
     "the torch flash column is not the fastest flash run (torch_varlen)"
-print(f"ok: {len(targets)} targets judged on synthetic timings")
+# Each RNN case's step floors (bench/rnn_step_floor.h) pair with it.
+lines = text.splitlines()
+header = next(line for line in lines if line.startswith("| op | case | ragged ms | path"))
+columns = [c.strip() for c in header.split("|")]
+floor_columns = [columns.index("floor us/step: barrier"), columns.index("floor us/step: barrier + h exchange")]
+at = lines.index(header) + 2
+rnn_rows = []
+while at < len(lines) and lines[at].startswith("| rnn_"):
+    rnn_rows.append(lines[at])
+    at += 1
+assert rnn_rows, "no RNN rows"
+for row in rnn_rows:
+    cells = [c.strip() for c in row.split("|")]
+    assert all(cells[i] != "-" for i in floor_columns), f"an RNN case without its step floors: {row}"
+print(f"ok: {len(targets)} targets judged on synthetic timings; {len(rnn_rows)} RNN cases with step floors")
 PY

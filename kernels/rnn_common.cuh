@@ -376,10 +376,136 @@ __device__ __forceinline__ T* state_h(const RnnRecurrenceArgs<T>& a, int d, std:
 
 // ---------------------------------------------------------------------------------------------------------------
 // Gates phase of step t for direction d and the block's units [slice * units, + units).
+//
+// Epilogue item idx of the chunk at m0 is batch row m = idx / units, unit u = idx % units: the same thread owns
+// the same item at every step. Everything an item needs besides the recurrent product (its token row, input
+// projections, biases and the state it updates) is the block's own or read-only, so it can be loaded before the
+// product, and the persistent kernel loads it for the next step while it waits at the grid barrier. A thread
+// holds its first kRnnHeldItems items of chunk 0 that way, in registers; other items load in the epilogue.
 
+constexpr int kRnnHeldItems = 2;  // chunk 0 has kRnnMChunk x units items: all of them for units <= 16
+
+struct ItemInputs {
+  std::int64_t row;   // token row the item writes; -1: no item (unit past H, or the slot has no token at t)
+  float in[4];        // per gate: x W_ih^T + b_ih
+  float rec_bias[4];  // per gate: b_hh
+  float state;        // LSTM: c before the step; GRU: h before the step (as stored)
+};
+
+struct HeldItems {
+  ItemInputs item[kRnnHeldItems];
+};
+
+// Item (slot j, unit u of the block) of step t; with_state false keeps item.state (the persistent kernel carries
+// it from the previous step in registers: the same thread computed it). j must be < active.
+template <typename T>
+__device__ __forceinline__ void load_item_inputs(const KernelParams<T>& p, int d, int slice, std::int64_t t,
+                                                 std::int64_t j, int u, bool with_state, ItemInputs& item) {
+  const RnnRecurrenceArgs<T>& a = p.a;
+  const std::int64_t H = a.hidden, G = a.gates;
+  const std::int64_t unit = static_cast<std::int64_t>(slice) * p.units + u;
+  item.row = unit < H ? token_row(a, j, t, d) : -1;
+  if (item.row < 0) return;
+  const float* x = a.xproj + item.row * (a.dirs * G * H) + d * G * H + unit;
+#pragma unroll
+  for (int gate = 0; gate < 4; ++gate) {
+    item.in[gate] = 0.0f;
+    item.rec_bias[gate] = 0.0f;
+    if (gate >= G) continue;
+    item.in[gate] = x[gate * H];
+    if (a.bias) {
+      item.in[gate] += to_float(a.b_ih[d][gate * H + unit]);
+      item.rec_bias[gate] = to_float(a.b_hh[d][gate * H + unit]);
+    }
+  }
+  if (!with_state) return;
+  if (a.mode == RnnMode::kLstm) item.state = a.c[(static_cast<std::int64_t>(d) * a.batch + j) * H + unit];
+  else item.state = to_float(__ldcg(state_h(a, d, t & 1) + j * a.state + unit));
+}
+
+// The thread's held items of step t (chunk 0, idx = threadIdx.x + i * blockDim.x). carried: the items of step
+// t - 1 went through gates_phase, so the state of each one that had a token then is in item.state already.
+template <typename T>
+__device__ __forceinline__ void load_held_items(const KernelParams<T>& p, int d, int slice, std::int64_t t,
+                                                std::int64_t active, bool carried, HeldItems& held) {
+#pragma unroll
+  for (int i = 0; i < kRnnHeldItems; ++i) {
+    const int idx = static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
+    const int m = idx / p.units, u = idx - m * p.units;
+    const bool had_state = carried && held.item[i].row >= 0;
+    if (m < kRnnMChunk && m < active) load_item_inputs(p, d, slice, t, m, u, !had_state, held.item[i]);
+    else held.item[i].row = -1;
+  }
+}
+
+// Starts the DRAM reads (L2 prefetch) of the input projections of step t's items idx >= first_idx of the chunk
+// at m0: they come from a GEMM over every token, far too large for L2, so that the epilogue finds them there.
+template <typename T>
+__device__ __forceinline__ void prefetch_item_inputs(const KernelParams<T>& p, int d, int slice, std::int64_t t,
+                                                     std::int64_t m0, int rows_here, int first_idx) {
+  const RnnRecurrenceArgs<T>& a = p.a;
+  const std::int64_t H = a.hidden, G = a.gates;
+  for (int idx = first_idx; idx < rows_here * p.units; idx += blockDim.x) {
+    const int m = idx / p.units, u = idx - m * p.units;
+    const std::int64_t unit = static_cast<std::int64_t>(slice) * p.units + u;
+    const std::int64_t row = unit < H ? token_row(a, m0 + m, t, d) : -1;
+    if (row < 0) continue;
+    for (int gate = 0; gate < G; ++gate) prefetch_l2(a.xproj + row * (a.dirs * G * H) + (d * G + gate) * H + unit);
+  }
+}
+
+// First item index of the chunk at m0 that the thread does not hold.
+__device__ __forceinline__ int first_unheld_item(std::int64_t m0) {
+  return static_cast<int>(threadIdx.x) + (m0 == 0 ? kRnnHeldItems * static_cast<int>(blockDim.x) : 0);
+}
+
+// The gates of one item from the product (chunk row m) and its inputs, the state update and the stores; returns
+// the new state (c, or h as stored) for the next step.
+template <typename T>
+__device__ __forceinline__ float finish_item(const KernelParams<T>& p, const float* partials, int d, int slice,
+                                             std::int64_t t, std::int64_t j, int m, int u, const ItemInputs& item) {
+  const RnnRecurrenceArgs<T>& a = p.a;
+  const std::int64_t H = a.hidden, S = a.state, G = a.gates;
+  const std::int64_t unit = static_cast<std::int64_t>(slice) * p.units + u;
+  T* h_next = state_h(a, d, (t + 1) & 1);
+  T* out = a.out + item.row * (a.dirs * S) + d * S + unit;
+  float in_part[4], rec_part[4];
+#pragma unroll
+  for (int gate = 0; gate < 4; ++gate) {
+    in_part[gate] = item.in[gate];
+    rec_part[gate] = gate < G ? product_at(p.gate, partials, m, gate * p.units + u) : 0.0f;
+    if (a.bias) rec_part[gate] += item.rec_bias[gate];
+  }
+  if (a.mode == RnnMode::kLstm) {
+    const float in_gate = sigmoid(in_part[0] + rec_part[0]);
+    const float forget_gate = sigmoid(in_part[1] + rec_part[1]);
+    const float cell_gate = tanhf(in_part[2] + rec_part[2]);
+    const float out_gate = sigmoid(in_part[3] + rec_part[3]);
+    const float c_new = forget_gate * item.state + in_gate * cell_gate;
+    a.c[(static_cast<std::int64_t>(d) * a.batch + j) * H + unit] = c_new;
+    const T h = from_float<T>(out_gate * tanhf(c_new));
+    if (a.proj > 0) {
+      a.r[(static_cast<std::int64_t>(d) * a.batch + j) * H + unit] = h;
+    } else {
+      h_next[j * S + unit] = h;
+      *out = h;
+    }
+    return c_new;
+  }
+  const float reset_gate = sigmoid(in_part[0] + rec_part[0]);
+  const float update_gate = sigmoid(in_part[1] + rec_part[1]);
+  const float candidate = tanhf(in_part[2] + reset_gate * rec_part[2]);
+  const T h = from_float<T>((1.0f - update_gate) * candidate + update_gate * item.state);
+  h_next[j * S + unit] = h;
+  *out = h;
+  return to_float(h);
+}
+
+// `held`: the thread's held items of step t (load_held_items); their states come back updated. `prefetched`:
+// the input projections of the other items are on their way to L2 already (the persistent kernel's wait).
 template <typename T, bool kResident>
 __device__ void gates_phase(const KernelParams<T>& p, unsigned char* shared, int d, int slice, std::int64_t t,
-                            std::int64_t active) {
+                            std::int64_t active, HeldItems& held, bool prefetched) {
   const RnnRecurrenceArgs<T>& a = p.a;
   const RnnGemmGeometry& g = p.gate;
   const int units = p.units;
@@ -387,79 +513,32 @@ __device__ void gates_phase(const KernelParams<T>& p, unsigned char* shared, int
   const std::int64_t u0 = static_cast<std::int64_t>(slice) * units;
   const float* partials = reinterpret_cast<const float*>(shared + p.shared.partials);
   const T* h_cur = state_h(a, d, t & 1);
-  T* h_next = state_h(a, d, (t + 1) & 1);
-  float* c = a.c + static_cast<std::int64_t>(d) * a.batch * H;
-  T* r = a.r + static_cast<std::int64_t>(d) * a.batch * H;
-  const std::int64_t x_ld = a.dirs * G * H;
-  const std::int64_t out_ld = a.dirs * S;
-  const T* b_ih = a.b_ih[d];
-  const T* b_hh = a.b_hh[d];
   auto w_row = [&](int q) -> std::int64_t {
     const int gate = q / units, u = q - gate * units;
     return q < G * units && u0 + u < H ? gate * H + u0 + u : -1;
   };
-  // Epilogue item idx of the chunk at m0: batch row m, unit u0 + u, and the token row it writes (-1: the unit is
-  // past H or the slot has no token at step t); x_of gives that row's input projection of gate 0.
-  auto item_row = [&](std::int64_t m0, int idx, int& m, int& u) -> std::int64_t {
-    m = idx / units;
-    u = idx - m * units;
-    return u0 + u < H ? token_row(a, m0 + m, t, d) : -1;
-  };
-  auto x_of = [&](std::int64_t row, int u) { return a.xproj + row * x_ld + d * G * H + u0 + u; };
 
   for (std::int64_t m0 = 0; m0 < active; m0 += kRnnMChunk) {
     const int rows_here = active - m0 < kRnnMChunk ? static_cast<int>(active - m0) : kRnnMChunk;
-    // The input projections of these rows come from a GEMM over every token (far too large for L2): start
-    // their DRAM reads now, so that the epilogue finds them in L2 after the product.
-    for (int idx = threadIdx.x; idx < rows_here * units; idx += blockDim.x) {
-      int m, u;
-      const std::int64_t row = item_row(m0, idx, m, u);
-      if (row < 0) continue;
-      for (int gate = 0; gate < G; ++gate) prefetch_l2(x_of(row, u) + gate * H);
-    }
+    if (!prefetched) prefetch_item_inputs(p, d, slice, t, m0, rows_here, first_unheld_item(m0));
     chunk_product<T, kResident>(g, p.shared, shared, p.shared.gate_weights, h_cur + m0 * S, S, p.vec_h, rows_here,
                                 a.w_hh[d], p.vec_w_hh, w_row);
-    for (int idx = threadIdx.x; idx < rows_here * units; idx += blockDim.x) {
-      int m, u;
-      const std::int64_t row = item_row(m0, idx, m, u);
-      if (row < 0) continue;
-      const std::int64_t unit = u0 + u;
-      const std::int64_t j = m0 + m;
-      const float* x = x_of(row, u);
-      float in_part[4] = {0.0f, 0.0f, 0.0f, 0.0f}, rec_part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (m0 == 0) {
 #pragma unroll
-      for (int gate = 0; gate < 4; ++gate) {
-        if (gate >= G) break;
-        in_part[gate] = x[gate * H];
-        rec_part[gate] = product_at(g, partials, m, gate * units + u);
-        if (a.bias) {
-          in_part[gate] += to_float(b_ih[gate * H + unit]);
-          rec_part[gate] += to_float(b_hh[gate * H + unit]);
-        }
+      for (int i = 0; i < kRnnHeldItems; ++i) {
+        ItemInputs& item = held.item[i];
+        if (item.row < 0) continue;
+        const int idx = static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
+        const int m = idx / units;
+        item.state = finish_item(p, partials, d, slice, t, m, m, idx - m * units, item);
       }
-      if (a.mode == RnnMode::kLstm) {
-        const float in_gate = sigmoid(in_part[0] + rec_part[0]);
-        const float forget_gate = sigmoid(in_part[1] + rec_part[1]);
-        const float cell_gate = tanhf(in_part[2] + rec_part[2]);
-        const float out_gate = sigmoid(in_part[3] + rec_part[3]);
-        const float c_new = forget_gate * c[j * H + unit] + in_gate * cell_gate;
-        c[j * H + unit] = c_new;
-        const T h = from_float<T>(out_gate * tanhf(c_new));
-        if (a.proj > 0) {
-          r[j * H + unit] = h;
-        } else {
-          h_next[j * S + unit] = h;
-          a.out[row * out_ld + d * S + unit] = h;
-        }
-      } else {
-        const float reset_gate = sigmoid(in_part[0] + rec_part[0]);
-        const float update_gate = sigmoid(in_part[1] + rec_part[1]);
-        const float candidate = tanhf(in_part[2] + reset_gate * rec_part[2]);
-        const float h_prev = to_float(__ldcg(h_cur + j * S + unit));
-        const T h = from_float<T>((1.0f - update_gate) * candidate + update_gate * h_prev);
-        h_next[j * S + unit] = h;
-        a.out[row * out_ld + d * S + unit] = h;
-      }
+    }
+    for (int idx = first_unheld_item(m0); idx < rows_here * units; idx += blockDim.x) {
+      const int m = idx / units, u = idx - m * units;
+      ItemInputs item;
+      load_item_inputs(p, d, slice, t, m0 + m, u, true, item);
+      if (item.row < 0) continue;
+      finish_item(p, partials, d, slice, t, m0 + m, m, u, item);
     }
     __syncthreads();
   }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "launch.cuh"
 #include "rnn_common.cuh"
@@ -46,15 +47,26 @@ __global__ void __launch_bounds__(kRnnThreads, 1) rnn_persistent_kernel(const __
     __syncthreads();
   }
 
-  for (std::int64_t t = 0; t < a.max_steps; ++t) {
-    const std::int64_t active = active_at(a, t);  // the same for every block, so all leave together
-    if (active == 0) break;
-    gates_phase<T, true>(p, shared, d, slice, t, active);
-    grid.sync();
+  // Each step ends at a split barrier: between arriving and waiting, the block loads what its next step needs
+  // from memory no other block writes (rnn_common.cuh: held items, input projections), so those loads leave the
+  // step's critical path. Nothing written there is read by another block in the next step.
+  std::int64_t active = active_at(a, 0);  // the same for every block, so all leave together
+  HeldItems held;
+  load_held_items(p, d, slice, 0, active, false, held);
+  for (std::int64_t t = 0; t < a.max_steps && active > 0; ++t) {
+    gates_phase<T, true>(p, shared, d, slice, t, active, held, t > 0);
     if (a.proj > 0) {
-      proj_phase<T, true>(p, shared, d, slice, t, active);
       grid.sync();
+      proj_phase<T, true>(p, shared, d, slice, t, active);
     }
+    cooperative_groups::grid_group::arrival_token arrival = grid.barrier_arrive();
+    const std::int64_t next = active_at(a, t + 1);
+    load_held_items(p, d, slice, t + 1, next, true, held);
+    for (std::int64_t m0 = 0; m0 < next; m0 += kRnnMChunk)
+      prefetch_item_inputs(p, d, slice, t + 1, m0, next - m0 < kRnnMChunk ? static_cast<int>(next - m0) : kRnnMChunk,
+                           first_unheld_item(m0));
+    grid.barrier_wait(std::move(arrival));
+    active = next;
   }
 }
 

@@ -18,7 +18,11 @@ __global__ void __launch_bounds__(kRnnThreads)
   extern __shared__ __align__(128) unsigned char shared[];
   const std::int64_t active = active_at(p.a, t);
   if (active == 0) return;
-  gates_phase<T, false>(p, shared, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x), t, active);
+  const int d = static_cast<int>(blockIdx.y), slice = static_cast<int>(blockIdx.x);
+  // The held items' loads go out before the product's, so their latencies overlap.
+  HeldItems held;
+  load_held_items(p, d, slice, t, active, false, held);
+  gates_phase<T, false>(p, shared, d, slice, t, active, held, false);
 }
 
 template <typename T>

@@ -15,12 +15,19 @@ if [[ "$(uname -m)" != x86_64 ]]; then
 fi
 
 # Every GPU test program. test_rnn runs as on an H100 (132 SMs): its persistent cases need room for that many
-# resident blocks.
+# resident blocks. A run named program:tag runs that program again with its own SM count and test specs:
+# test_rnn:20sms gives the persistent RNN kernel 27 to 30 hidden units per block in its bidirectional H = 264 /
+# 300 cases, so that a block's first batch chunk has more epilogue items than its threads hold (rnn_common.cuh),
+# which no test shape reaches on 132 SMs.
 programs=(test_rnn test_segment_softmax test_attention test_convert test_segment_reduce test_dynamic test_offsets
           test_masks test_packing)
-declare -A sms=([test_rnn]=132)
-# Catch2 test specs per program, to exclude a known failure while it is being fixed (none now).
-declare -A filters=()
+runs=(test_rnn test_segment_softmax test_attention test_convert test_segment_reduce test_rnn:20sms test_dynamic
+      test_offsets test_masks test_packing)
+declare -A sms=([test_rnn]=132 [test_rnn:20sms]=20)
+# Catch2 test specs per run (also to exclude a known failure while it is being fixed: none now), as one
+# argument with alternatives separated by commas (Catch2 v2 does not OR separate arguments). A spec that matches
+# no test case fails the run (--warn NoTests).
+declare -A filters=([test_rnn:20sms]='"rnn_forward with hidden sizes that need several blocks*"')
 
 echo "emulated kernel tests: building into $build"
 "$here/build.sh" "$build" "${programs[@]}"
@@ -29,7 +36,7 @@ export EMU_SMS="${EMU_SMS:-8}"
 
 run_one() {
   local p="$1" start=$SECONDS rc=0
-  eval "EMU_SMS=${sms[$p]:-$EMU_SMS} \"$build/emu_$p\" --rng-seed time ${filters[$p]:-}" > "$build/logs/$p.txt" 2>&1 ||
+  eval "EMU_SMS=${sms[$p]:-$EMU_SMS} \"$build/emu_${p%%:*}\" --rng-seed time --warn NoTests ${filters[$p]:-}" > "$build/logs/$p.txt" 2>&1 ||
     rc=$?
   local summary
   summary="$(grep -E '^(All tests passed|test cases:)' "$build/logs/$p.txt" | tail -1)"
@@ -45,7 +52,7 @@ run_one() {
 failed=0
 pids=()
 names=()
-for p in "${programs[@]}"; do
+for p in "${runs[@]}"; do
   while (( $(jobs -rp | wc -l) >= 2 )); do sleep 1; done
   run_one "$p" &
   pids+=($!)

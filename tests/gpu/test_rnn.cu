@@ -384,6 +384,26 @@ TEMPLATE_TEST_CASE("rnn_forward with hidden sizes that need several blocks, k ch
   check_against_reference(model, make_inputs<T, std::int32_t>(desc, lengths, rng), o, cublas.handle);
 }
 
+TEST_CASE("rnn_forward with more than 8 hidden units per block (a thread's second held item)", "[rnn]") {
+  using T = half;
+  CublasHandle cublas;
+  auto rng = test::make_rng(550);
+  const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  // A block's first batch chunk has 32 x units epilogue items and a thread holds up to two of them from one step
+  // to the next (rnn_common.cuh); the other tests' shapes give at most 8 units (256 items), so only the first.
+  // Bidirectional H = 600: 1200 units over the SMs, 9 to 12 units per block on GPUs of 100 to 149 SMs, with
+  // both paths. 40 sequences of 0..4 tokens: two chunks at the first steps, the second of the items not held.
+  const RnnDesc desc = make_desc(mode, 20, 600, 0, 1, true);
+  Model<T> model(desc, rng);
+  std::vector<std::int64_t> lengths(40);
+  std::uniform_int_distribution<std::int64_t> len(0, 4);
+  for (auto& l : lengths) l = len(rng);
+  Options o;
+  o.algo = algo;
+  check_against_reference(model, make_inputs<T, std::int32_t>(desc, lengths, rng), o, cublas.handle);
+}
+
 TEMPLATE_TEST_CASE("rnn_forward without biases matches the reference", "[rnn]", float, bfloat16) {
   using T = TestType;
   CublasHandle cublas;
