@@ -100,8 +100,10 @@ std::vector<std::uint16_t> exchange_floor_model(std::vector<std::uint16_t> h, in
   return h;
 }
 
-std::vector<double> to_doubles(const std::vector<std::uint32_t>& v) { return {v.begin(), v.end()}; }
-std::vector<double> to_doubles(const std::vector<std::uint16_t>& v) { return {v.begin(), v.end()}; }
+template <typename Word>
+std::vector<double> to_doubles(const std::vector<Word>& v) {
+  return {v.begin(), v.end()};
+}
 
 // The persistent kernel's grid for the case: its blocks and the hidden units each owns.
 detail::RnnPersistentPlan persistent_plan(const RnnStepFloorCase& c) {

@@ -374,6 +374,11 @@ __device__ __forceinline__ T* state_h(const RnnRecurrenceArgs<T>& a, int d, std:
   return a.h + (static_cast<std::int64_t>(d) * 2 + parity) * a.batch * a.state;
 }
 
+// Batch rows of the chunk at m0 when `active` slots run: kRnnMChunk, or fewer in the last chunk.
+__device__ __forceinline__ int chunk_rows(std::int64_t active, std::int64_t m0) {
+  return active - m0 < kRnnMChunk ? static_cast<int>(active - m0) : kRnnMChunk;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Gates phase of step t for direction d and the block's units [slice * units, + units).
 //
@@ -396,6 +401,20 @@ struct HeldItems {
   ItemInputs item[kRnnHeldItems];
 };
 
+// Token row an item of `unit` and slot j writes at step t; -1: none.
+template <typename T>
+__device__ __forceinline__ std::int64_t item_token_row(const RnnRecurrenceArgs<T>& a, std::int64_t unit,
+                                                       std::int64_t j, std::int64_t t, int d) {
+  return unit < a.hidden ? token_row(a, j, t, d) : -1;
+}
+
+// Input projection of gate 0 for `unit` of direction d in token `row` (gate g is g * hidden further).
+template <typename T>
+__device__ __forceinline__ const float* xproj_gate0(const RnnRecurrenceArgs<T>& a, std::int64_t row, int d,
+                                                    std::int64_t unit) {
+  return a.xproj + row * (a.dirs * a.gates * a.hidden) + d * a.gates * a.hidden + unit;
+}
+
 // Item (slot j, unit u of the block) of step t; with_state false keeps item.state (the persistent kernel carries
 // it from the previous step in registers: the same thread computed it). j must be < active.
 template <typename T>
@@ -404,9 +423,9 @@ __device__ __forceinline__ void load_item_inputs(const KernelParams<T>& p, int d
   const RnnRecurrenceArgs<T>& a = p.a;
   const std::int64_t H = a.hidden, G = a.gates;
   const std::int64_t unit = static_cast<std::int64_t>(slice) * p.units + u;
-  item.row = unit < H ? token_row(a, j, t, d) : -1;
+  item.row = item_token_row(a, unit, j, t, d);
   if (item.row < 0) return;
-  const float* x = a.xproj + item.row * (a.dirs * G * H) + d * G * H + unit;
+  const float* x = xproj_gate0(a, item.row, d, unit);
 #pragma unroll
   for (int gate = 0; gate < 4; ++gate) {
     item.in[gate] = 0.0f;
@@ -444,13 +463,13 @@ template <typename T>
 __device__ __forceinline__ void prefetch_item_inputs(const KernelParams<T>& p, int d, int slice, std::int64_t t,
                                                      std::int64_t m0, int rows_here, int first_idx) {
   const RnnRecurrenceArgs<T>& a = p.a;
-  const std::int64_t H = a.hidden, G = a.gates;
   for (int idx = first_idx; idx < rows_here * p.units; idx += blockDim.x) {
     const int m = idx / p.units, u = idx - m * p.units;
     const std::int64_t unit = static_cast<std::int64_t>(slice) * p.units + u;
-    const std::int64_t row = unit < H ? token_row(a, m0 + m, t, d) : -1;
+    const std::int64_t row = item_token_row(a, unit, m0 + m, t, d);
     if (row < 0) continue;
-    for (int gate = 0; gate < G; ++gate) prefetch_l2(a.xproj + row * (a.dirs * G * H) + (d * G + gate) * H + unit);
+    const float* x = xproj_gate0(a, row, d, unit);
+    for (int gate = 0; gate < a.gates; ++gate) prefetch_l2(x + gate * a.hidden);
   }
 }
 
@@ -519,7 +538,7 @@ __device__ void gates_phase(const KernelParams<T>& p, unsigned char* shared, int
   };
 
   for (std::int64_t m0 = 0; m0 < active; m0 += kRnnMChunk) {
-    const int rows_here = active - m0 < kRnnMChunk ? static_cast<int>(active - m0) : kRnnMChunk;
+    const int rows_here = chunk_rows(active, m0);
     if (!prefetched) prefetch_item_inputs(p, d, slice, t, m0, rows_here, first_unheld_item(m0));
     chunk_product<T, kResident>(g, p.shared, shared, p.shared.gate_weights, h_cur + m0 * S, S, p.vec_h, rows_here,
                                 a.w_hh[d], p.vec_w_hh, w_row);
@@ -561,7 +580,7 @@ __device__ void proj_phase(const KernelParams<T>& p, unsigned char* shared, int 
   auto w_row = [&](int q) -> std::int64_t { return q < rows && p0 + q < P ? p0 + q : -1; };
 
   for (std::int64_t m0 = 0; m0 < active; m0 += kRnnMChunk) {
-    const int rows_here = active - m0 < kRnnMChunk ? static_cast<int>(active - m0) : kRnnMChunk;
+    const int rows_here = chunk_rows(active, m0);
     chunk_product<T, kResident>(g, p.shared, shared, kResident ? p.shared.proj_weights : p.shared.gate_weights,
                                 r + m0 * H, H, p.vec_r, rows_here, a.w_hr[d], p.vec_w_hr, w_row);
     for (int idx = threadIdx.x; idx < rows_here * rows; idx += blockDim.x) {

@@ -63,8 +63,7 @@ __global__ void __launch_bounds__(kRnnThreads, 1) rnn_persistent_kernel(const __
     const std::int64_t next = active_at(a, t + 1);
     load_held_items(p, d, slice, t + 1, next, true, held);
     for (std::int64_t m0 = 0; m0 < next; m0 += kRnnMChunk)
-      prefetch_item_inputs(p, d, slice, t + 1, m0, next - m0 < kRnnMChunk ? static_cast<int>(next - m0) : kRnnMChunk,
-                           first_unheld_item(m0));
+      prefetch_item_inputs(p, d, slice, t + 1, m0, chunk_rows(next, m0), first_unheld_item(m0));
     grid.barrier_wait(std::move(arrival));
     active = next;
   }

@@ -19,10 +19,9 @@ fi
 # test_rnn:20sms gives the persistent RNN kernel 27 to 30 hidden units per block in its bidirectional H = 264 /
 # 300 cases, so that a block's first batch chunk has more epilogue items than its threads hold (rnn_common.cuh),
 # which no test shape reaches on 132 SMs.
-programs=(test_rnn test_segment_softmax test_attention test_convert test_segment_reduce test_dynamic test_offsets
-          test_masks test_packing)
 runs=(test_rnn test_segment_softmax test_attention test_convert test_segment_reduce test_rnn:20sms test_dynamic
       test_offsets test_masks test_packing)
+mapfile -t programs < <(printf '%s\n' "${runs[@]%%:*}" | awk '!seen[$0]++')
 declare -A sms=([test_rnn]=132 [test_rnn:20sms]=20)
 # Catch2 test specs per run (also to exclude a known failure while it is being fixed: none now), as one
 # argument with alternatives separated by commas (Catch2 v2 does not OR separate arguments). A spec that matches
