@@ -8,7 +8,7 @@
 // streamed through shared memory chunk by chunk (one launch per step).
 //
 // half / bfloat16 multiply on tensor cores (ldmatrix + mma.sync m16n8k16, float accumulators); float uses FFMA
-// in a fixed order (TF32 is never used). Operands move global -> shared by cp.async, two chunks deep.
+// in a fixed order (TF32 is never used). Operands move global -> shared by cp.async, two or three chunks deep.
 // Activations written by other blocks during a persistent kernel are read through L2 only (cp.async.cg, or
 // ld.global.cg on the unaligned path), which bypasses the (non-coherent) L1, after the grid barrier.
 #pragma once
@@ -64,10 +64,8 @@ void fill_vector_flags(KernelParams<T>& p) {
   }
 }
 
-// Lets the kernel use `bytes` of dynamic shared memory; kUnsupportedShape when the device allows less. The limit
-// is always set to the device's whole opt-in size, never to `bytes`: a limit that followed each call's shape
-// could be lowered by one host thread (or a smaller call) between another's set and its launch.
-inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char* name) {
+// The most dynamic shared memory `kernel` may use on the current device: its opt-in size minus static shared.
+inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max) {
   int device = 0, optin = 0;
   Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
   if (s != Status::kSuccess) return s;
@@ -77,7 +75,17 @@ inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char
   cudaFuncAttributes attributes{};
   s = from_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
   if (s != Status::kSuccess) return s;
-  const std::size_t dynamic_max = static_cast<std::size_t>(optin) - attributes.sharedSizeBytes;  // minus static
+  dynamic_max = static_cast<std::size_t>(optin) - attributes.sharedSizeBytes;
+  return Status::kSuccess;
+}
+
+// Lets the kernel use `bytes` of dynamic shared memory; kUnsupportedShape when the device allows less. The limit
+// is always set to the device's whole opt-in size, never to `bytes`: a limit that followed each call's shape
+// could be lowered by one host thread (or a smaller call) between another's set and its launch.
+inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char* name) {
+  std::size_t dynamic_max = 0;
+  const Status s = dynamic_shared_max(kernel, dynamic_max);
+  if (s != Status::kSuccess) return s;
   if (bytes > dynamic_max)
     return fail(Status::kUnsupportedShape, std::string(name) + " needs " + std::to_string(bytes) +
                                                " bytes of shared memory, the device allows " +
@@ -277,8 +285,8 @@ __device__ __forceinline__ void stage_rows(T* dst, int ld, int rows, int cols, c
 // The block product for the `rows_here` batch rows of `act` (act_ld elements apart; rows up to the next
 // multiple of 16 are zero, later ones are not computed): fills partials[split][m][q] (ld rows_pad + 4) for the
 // block's weight rows q. With kResident the weights already sit in w_shared [rows_pad][ld(k_pad)]; otherwise
-// each k chunk of them is staged next to the activations, two buffers deep like them. Ends with a barrier,
-// after which the partials may be read.
+// each k chunk of them is staged next to the activations, layout.stages buffers deep like them. Ends with a
+// barrier, after which the partials may be read.
 
 // 16-bit chunks must start at an even multiple of the k-step stride of every split (TileAcc's two sets).
 static_assert(kRnnKChunkBytes / 2 / 16 % (2 * kRnnWarps) == 0, "a 16-bit chunk holds an even number of split rounds");
@@ -314,20 +322,28 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
     if constexpr (!kResident) stage_rows<T, false>(w_buffer(b), w_ld, g.rows_pad, cols, w, g.k, k0, g.k, w_vec, w_row_of);
     cp_async_commit();
   };
+  // Chunk c sits in buffer c % stages. Every pass commits one group, empty past the last chunk, so that waiting
+  // for all but the newest stages - 1 groups always means chunk c has landed.
   const int chunks = (g.k_pad + g.k_chunk - 1) / g.k_chunk;
-  stage(0, 0);
+  const int stages = kResident ? kRnnResidentStages : layout.stages;  // a constant where the weights are resident
+  for (int c = 0; c < stages - 1; ++c) {
+    if (c < chunks) stage(c * g.k_chunk, c);
+    else cp_async_commit();
+  }
   for (int c = 0; c < chunks; ++c) {
     const int k0 = c * g.k_chunk;
-    if (c + 1 < chunks) {
-      stage(k0 + g.k_chunk, (c + 1) & 1);  // overwrites the buffer chunk c - 1 used: read before the last barrier
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
+    const int ahead = c + stages - 1;
+    // Overwrites the buffer chunk c - 1 used: read before the last barrier.
+    if (ahead < chunks) stage(ahead * g.k_chunk, ahead % stages);
+    else cp_async_commit();
+    // wait_group takes an immediate: exact for 2 and 3 stages, more than needed (still correct) past 3.
+    if (stages >= 3) cp_async_wait<2>();
+    else cp_async_wait<1>();
     __syncthreads();
     const int cols = rnn_chunk_columns(g, k0);
-    const T* a_chunk = act_buffer(c & 1);
-    const T* w_chunk = kResident ? w_buffer(0) + k0 : w_buffer(c & 1);
+    const int buffer = c % stages;
+    const T* a_chunk = act_buffer(buffer);
+    const T* w_chunk = kResident ? w_buffer(0) + k0 : w_buffer(buffer);
     const int first = rnn_first_step_column(g, split, k0);
 #pragma unroll
     for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) {

@@ -3,13 +3,14 @@
 //
 // A block owns `rows` rows of a weight matrix W [*, k] (its slice of W_hh's gate rows, or of W_hr). Per step it
 // computes C[m][q] = sum_k A[m][k] * W[q][k] for the active batch rows m, kRnnMChunk rows at a time, with A (the
-// previous hidden state) staged through shared memory in chunks of k_chunk columns, two buffers deep (the next
-// chunk loads while this one is multiplied). The output columns q come in n-tiles of 16, spread over the warps;
-// a warp computes both 16-row m-tiles of its n-tile (the second only when the chunk has more than 16 rows), so
-// each weight fragment it loads feeds two products. When there are fewer n-tiles than warps, the k-steps (16
-// columns each) are split over `splits` warps per n-tile by k-step index modulo splits, and the partial tiles
-// are added in split order. The split depends only on the shapes, never on the batch, so every output's
-// summation order is fixed: results do not depend on the batch size or on where a sequence sits in the batch.
+// previous hidden state) staged through shared memory in chunks of k_chunk columns, `stages` buffers deep (the
+// next stages - 1 chunks load while one is multiplied). The output columns q come in n-tiles of 16, spread over
+// the warps; a warp computes both 16-row m-tiles of its n-tile (the second only when the chunk has more than 16
+// rows), so each weight fragment it loads feeds two products. When there are fewer n-tiles than warps, the
+// k-steps (16 columns each) are split over `splits` warps per n-tile by k-step index modulo splits, and the
+// partial tiles are added in split order. The split depends only on the shapes, never on the batch, so every
+// output's summation order is fixed: results do not depend on the batch size or on where a sequence sits in the
+// batch.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +27,11 @@ constexpr int kRnnMChunk = 32;           // batch rows per pass (two 16-row tile
 constexpr int kRnnKChunkBytes = 512;     // bytes of a row staged at once: 256 half / bfloat16 or 128 float columns
 constexpr int kRnnMaxNTilesPerWarp = 2;  // n-tiles one warp holds (each with both m-tiles)
 constexpr int kRnnSkewBytes = 16;        // row padding of shared tiles: conflict-free 16-byte accesses
+// Buffers of a staged operand. Resident weights leave only the activations to stage, a chunk or two per pass,
+// so two do. Streamed weights make every pass a walk over k_pad / k_chunk chunks (8 at H = 2048) that waits on
+// memory at each chunk, so three, where shared memory allows, keep two chunks in flight instead of one.
+constexpr int kRnnResidentStages = 2;
+constexpr int kRnnStreamedStages = 3;
 
 RAGGED_HOST_DEVICE std::int64_t rnn_round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
 
@@ -83,12 +89,14 @@ RAGGED_HOST_DEVICE int rnn_chunk_columns(const RnnGemmGeometry& g, int k0) {
 RAGGED_HOST_DEVICE int rnn_shared_ld(int cols, int elem_bytes) { return cols + kRnnSkewBytes / elem_bytes; }
 
 // Byte offsets of the pieces of a block's dynamic shared memory (each 128-byte aligned). Staged operands have
-// two buffers, `*_buffer` bytes apart.
+// `stages` buffers, `*_buffer` bytes apart.
 struct RnnSharedLayout {
-  std::size_t gate_weights = 0;   // resident: [gate.rows_pad][ld(gate.k_pad)], streamed: 2 x [gate.rows_pad][ld(k_chunk)]
+  int stages = kRnnResidentStages;
+  // resident: [gate.rows_pad][ld(gate.k_pad)], streamed: stages x [gate.rows_pad][ld(k_chunk)]
+  std::size_t gate_weights = 0;
   std::size_t weight_buffer = 0;  // streamed: bytes from one weight buffer to the next
   std::size_t proj_weights = 0;   // resident with a projection: [proj.rows_pad][ld(proj.k_pad)]
-  std::size_t activations = 0;    // 2 x [kRnnMChunk][ld(max k_chunk)]
+  std::size_t activations = 0;    // stages x [kRnnMChunk][ld(max k_chunk)]
   std::size_t activation_buffer = 0;
   std::size_t partials = 0;       // float [max splits][kRnnMChunk][max rows_pad + 4]
   std::size_t total = 0;
@@ -97,9 +105,12 @@ struct RnnSharedLayout {
 RAGGED_HOST_DEVICE std::size_t rnn_align128(std::size_t x) { return (x + 127) / 128 * 128; }
 
 // `gate` is always used; `proj` only when has_proj. `resident`: whole weight slices stay in shared memory.
+// `stages`: buffers per staged operand (>= 2).
 RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry& gate, const RnnGemmGeometry& proj,
-                                                          bool has_proj, bool resident, int elem_bytes) {
+                                                          bool has_proj, bool resident, int elem_bytes,
+                                                          int stages = kRnnResidentStages) {
   RnnSharedLayout s;
+  s.stages = stages;
   std::size_t at = 0;
   s.gate_weights = at;
   if (resident) {
@@ -107,7 +118,7 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
   } else {
     s.weight_buffer =
         rnn_align128(static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate.k_chunk, elem_bytes) * elem_bytes);
-    at += 2 * s.weight_buffer;
+    at += static_cast<std::size_t>(stages) * s.weight_buffer;
   }
   s.proj_weights = at;
   if (has_proj && resident)
@@ -120,7 +131,7 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
   }
   s.activations = at;
   s.activation_buffer = rnn_align128(static_cast<std::size_t>(kRnnMChunk) * rnn_shared_ld(k_chunk, elem_bytes) * elem_bytes);
-  at += 2 * s.activation_buffer;
+  at += static_cast<std::size_t>(stages) * s.activation_buffer;
   s.partials = at;
   at = rnn_align128(at + static_cast<std::size_t>(splits) * kRnnMChunk * (rows_pad + 4) * sizeof(float));
   s.total = at;

@@ -38,6 +38,14 @@ constexpr int kMinUnits = 4;
 constexpr int kMaxStepUnits = 16;  // bounds the streamed weight chunk: 4 gates x 16 units = 64 rows
 constexpr int kProjRowsPerBlock = 16;
 
+// The streamed layout of `g` with kRnnStreamedStages buffers where `dynamic_max` bytes of shared memory hold
+// them, else with kRnnResidentStages (which may not fit either).
+RnnSharedLayout streamed_layout(const RnnGemmGeometry& g, int elem_bytes, std::size_t dynamic_max) {
+  const RnnSharedLayout deep = make_rnn_shared_layout(g, g, false, false, elem_bytes, kRnnStreamedStages);
+  if (deep.total <= dynamic_max) return deep;
+  return make_rnn_shared_layout(g, g, false, false, elem_bytes, kRnnResidentStages);
+}
+
 }  // namespace
 
 template <typename T>
@@ -50,15 +58,23 @@ Status launch_per_step(const RnnRecurrenceArgs<T>& a, cudaStream_t stream) {
   units = std::min<std::int64_t>(kMaxStepUnits, std::max<std::int64_t>(kMinUnits, rnn_round_up(units, 4)));
   units = std::min<std::int64_t>(units, rnn_round_up(a.hidden, 4));
 
+  // Fewer units per block (more blocks) where the device's shared memory cannot hold that many gate rows
+  // (99 KB devices: 64 float rows); set_shared_limit below reports a layout that fits at no count.
+  const void* gates_kernel = reinterpret_cast<const void*>(&rnn_gates_step_kernel<T>);
+  std::size_t dynamic_max = 0;
+  s = dynamic_shared_max(gates_kernel, dynamic_max);
+  if (s != Status::kSuccess) return s;
   KernelParams<T> gates;
   gates.a = a;
+  for (;; units -= 4) {
+    gates.gate = make_rnn_gemm_geometry(a.gates * units, a.state, sizeof(T));
+    gates.shared = streamed_layout(gates.gate, sizeof(T), dynamic_max);
+    if (gates.shared.total <= dynamic_max || units <= kMinUnits) break;
+  }
   gates.units = static_cast<int>(units);
   gates.slices = static_cast<int>((a.hidden + units - 1) / units);
-  gates.gate = make_rnn_gemm_geometry(a.gates * units, a.state, sizeof(T));
-  gates.shared = make_rnn_shared_layout(gates.gate, gates.gate, false, false, sizeof(T));
   fill_vector_flags(gates);
-  s = set_shared_limit(reinterpret_cast<const void*>(&rnn_gates_step_kernel<T>), gates.shared.total,
-                          "rnn_gates_step_kernel");
+  s = set_shared_limit(gates_kernel, gates.shared.total, "rnn_gates_step_kernel");
   if (s != Status::kSuccess) return s;
 
   KernelParams<T> proj = gates;
@@ -67,9 +83,11 @@ Status launch_per_step(const RnnRecurrenceArgs<T>& a, cudaStream_t stream) {
     proj.proj_units = kProjRowsPerBlock;
     proj.slices = static_cast<int>((a.proj + kProjRowsPerBlock - 1) / kProjRowsPerBlock);
     proj.proj = make_rnn_gemm_geometry(kProjRowsPerBlock, a.hidden, sizeof(T));
-    proj.shared = make_rnn_shared_layout(proj.proj, proj.proj, false, false, sizeof(T));
-    s = set_shared_limit(reinterpret_cast<const void*>(&rnn_proj_step_kernel<T>), proj.shared.total,
-                            "rnn_proj_step_kernel");
+    const void* proj_kernel = reinterpret_cast<const void*>(&rnn_proj_step_kernel<T>);
+    s = dynamic_shared_max(proj_kernel, dynamic_max);
+    if (s != Status::kSuccess) return s;
+    proj.shared = streamed_layout(proj.proj, sizeof(T), dynamic_max);
+    s = set_shared_limit(proj_kernel, proj.shared.total, "rnn_proj_step_kernel");
     if (s != Status::kSuccess) return s;
   }
   const dim3 gate_grid(static_cast<unsigned>(gates.slices), static_cast<unsigned>(a.dirs));

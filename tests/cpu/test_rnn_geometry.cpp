@@ -95,7 +95,8 @@ namespace {
 void require_disjoint_aligned(const RnnSharedLayout& s, const RnnGemmGeometry& gate, const RnnGemmGeometry& proj,
                               bool has_proj, bool resident, int elem) {
   const std::size_t gate_bytes =
-      resident ? static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate.k_pad, elem) * elem : 2 * s.weight_buffer;
+      resident ? static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate.k_pad, elem) * elem
+               : static_cast<std::size_t>(s.stages) * s.weight_buffer;
   REQUIRE(s.gate_weights % 128 == 0);
   REQUIRE(s.proj_weights % 128 == 0);
   REQUIRE(s.activations % 128 == 0);
@@ -111,7 +112,7 @@ void require_disjoint_aligned(const RnnSharedLayout& s, const RnnGemmGeometry& g
             s.activations);
   const int k_chunk = has_proj && proj.k_chunk > gate.k_chunk ? proj.k_chunk : gate.k_chunk;
   REQUIRE(s.activation_buffer >= static_cast<std::size_t>(kRnnMChunk) * rnn_shared_ld(k_chunk, elem) * elem);
-  REQUIRE(s.activations + 2 * s.activation_buffer <= s.partials);
+  REQUIRE(s.activations + static_cast<std::size_t>(s.stages) * s.activation_buffer <= s.partials);
   const int splits = has_proj && proj.splits > gate.splits ? proj.splits : gate.splits;
   const int rows_pad = has_proj && proj.rows_pad > gate.rows_pad ? proj.rows_pad : gate.rows_pad;
   REQUIRE(s.partials + static_cast<std::size_t>(splits) * kRnnMChunk * (rows_pad + 4) * sizeof(float) <= s.total);
@@ -122,14 +123,17 @@ void require_disjoint_aligned(const RnnSharedLayout& s, const RnnGemmGeometry& g
 TEST_CASE("rnn shared layouts: pieces are aligned and disjoint", "[rnn][geometry]") {
   const int elem = GENERATE(2, 4);
   const bool resident = GENERATE(false, true);
+  const int stages = GENERATE(2, 3);
   for (std::int64_t units : {1, 3, 8, 16, 40}) {
     for (std::int64_t state : {7, 24, 300, 1024}) {
       const RnnGemmGeometry gate = make_rnn_gemm_geometry(4 * units, state, elem);
       const RnnGemmGeometry proj = make_rnn_gemm_geometry((state + 7) / 8, 4 * state, elem);
       for (const bool has_proj : {false, true}) {
-        INFO("units " << units << " state " << state << " proj " << has_proj << " resident " << resident);
-        require_disjoint_aligned(make_rnn_shared_layout(gate, proj, has_proj, resident, elem), gate, proj, has_proj,
-                                 resident, elem);
+        INFO("units " << units << " state " << state << " proj " << has_proj << " resident " << resident
+                      << " stages " << stages);
+        const RnnSharedLayout s = make_rnn_shared_layout(gate, proj, has_proj, resident, elem, stages);
+        REQUIRE(s.stages == stages);
+        require_disjoint_aligned(s, gate, proj, has_proj, resident, elem);
       }
     }
   }
@@ -147,4 +151,14 @@ TEST_CASE("rnn shared layouts: the persistent shapes expected on an H100 fit its
   const RnnGemmGeometry gru = make_rnn_gemm_geometry(3 * 8, 1024, 4);
   const RnnSharedLayout gru_layout = make_rnn_shared_layout(gru, gru, false, true, 4);
   CHECK(gru_layout.total <= kH100OptIn);
+}
+
+TEST_CASE("rnn shared layouts: the per-step path's largest blocks stream three deep on an H100", "[rnn][geometry]") {
+  // kMaxStepUnits (16) float LSTM units, 64 gate rows, at any hidden size: the streamed chunks do not grow with k.
+  constexpr std::size_t kH100OptIn = 227 * 1024;
+  const RnnGemmGeometry lstm = make_rnn_gemm_geometry(4 * 16, 2048, 4);
+  const RnnSharedLayout deep = make_rnn_shared_layout(lstm, lstm, false, false, 4, ragged::detail::kRnnStreamedStages);
+  CHECK(deep.total <= kH100OptIn);
+  // On a 99 KB device (sm_86 / sm_89) they fit at no depth: the launcher shrinks the blocks (tests/emu/run.sh).
+  CHECK(make_rnn_shared_layout(lstm, lstm, false, false, 4, 2).total > 99 * 1024);
 }

@@ -59,6 +59,9 @@ int env_int(const char* name, int fallback) {
   return e == nullptr ? fallback : std::atoi(e);
 }
 
+int sm_count() { return env_int("EMU_SMS", 132); }
+int shared_optin_bytes() { return env_int("EMU_SMEM_OPTIN", 232448); }
+
 }  // namespace emu
 
 using emu::enqueue;
@@ -80,8 +83,8 @@ cudaError_t cudaSetDevice(int) { return cudaSuccess; }
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
   switch (attr) {
-    case cudaDevAttrMultiProcessorCount: *value = emu::env_int("EMU_SMS", 132); return cudaSuccess;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = 232448; return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount: *value = emu::sm_count(); return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = emu::shared_optin_bytes(); return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlock: *value = 49152; return cudaSuccess;
     case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
     case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
@@ -90,23 +93,23 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
   }
 }
 
-// What the benchmarks read: an H100's figures, with EMU_SMS multiprocessors.
+// What the benchmarks read: the emulated device (emu_streams.h).
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* props, int) {
   *props = cudaDeviceProp{};
   std::snprintf(props->name, sizeof(props->name), "kernel emulator (tests/emu), sm_90 as an H100");
   props->major = 9;
   props->minor = 0;
-  props->multiProcessorCount = emu::env_int("EMU_SMS", 132);
+  props->multiProcessorCount = emu::sm_count();
   props->l2CacheSize = 50 << 20;
   props->totalGlobalMem = std::size_t{80} << 30;
   props->sharedMemPerBlock = 49152;
-  props->sharedMemPerBlockOptin = 232448;
+  props->sharedMemPerBlockOptin = emu::shared_optin_bytes();
   props->maxThreadsPerBlock = 1024;
   return cudaSuccess;
 }
 
 cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute attr, int value) {
-  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize && (value < 0 || value > 232448))
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize && (value < 0 || value > emu::shared_optin_bytes()))
     return set_error(cudaErrorInvalidValue);
   return cudaSuccess;
 }

@@ -429,12 +429,12 @@ void launch_body(const char* name, const LaunchConfig& c, std::function<void()> 
   }
   // The 48 KB default needs cudaFuncSetAttribute to go past; the emulator cannot tie a launch to its kernel's
   // attribute, so it only holds the device's opt-in limit.
-  if (c.shared > 232448) {
+  if (c.shared > static_cast<std::size_t>(shared_optin_bytes())) {
     set_error(cudaErrorInvalidValue);
     return;
   }
   const std::uint64_t blocks = std::uint64_t{c.grid.x} * c.grid.y * c.grid.z;
-  if (cooperative && blocks > static_cast<std::uint64_t>(env_int("EMU_SMS", 132)) * env_int("EMU_BLOCKS_PER_SM", 2)) {
+  if (cooperative && blocks > static_cast<std::uint64_t>(sm_count()) * env_int("EMU_BLOCKS_PER_SM", 2)) {
     set_error(cudaErrorCooperativeLaunchTooLarge);
     return;
   }

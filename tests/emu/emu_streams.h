@@ -14,4 +14,9 @@ void enqueue(cudaStream_t stream, std::function<void()> step);
 bool is_capturing(cudaStream_t stream);
 int env_int(const char* name, int fallback);
 
+// The device the emulator stands for: an H100's figures, with EMU_SMS multiprocessors (default 132) and
+// EMU_SMEM_OPTIN bytes of opt-in shared memory per block (default the H100's 227 KB; 101376 for a 99 KB device).
+int sm_count();
+int shared_optin_bytes();
+
 }  // namespace emu

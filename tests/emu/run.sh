@@ -18,15 +18,19 @@ fi
 # resident blocks. A run named program:tag runs that program again with its own SM count and test specs:
 # test_rnn:20sms gives the persistent RNN kernel 27 to 30 hidden units per block in its bidirectional H = 264 /
 # 300 cases, so that a block's first batch chunk has more epilogue items than its threads hold (rnn_common.cuh),
-# which no test shape reaches on 132 SMs.
-runs=(test_rnn test_segment_softmax test_attention test_convert test_segment_reduce test_rnn:20sms test_dynamic
-      test_offsets test_masks test_packing)
+# which no test shape reaches on 132 SMs. test_rnn:99kb runs the per-step path as on a device with 99 KB of
+# shared memory per block and 20 SMs: float LSTM blocks of 16 units fit there at no pipeline depth, so the
+# launcher takes 12 units and two stages instead of three.
+runs=(test_rnn test_segment_softmax test_attention test_convert test_segment_reduce test_rnn:20sms test_rnn:99kb
+      test_dynamic test_offsets test_masks test_packing)
 mapfile -t programs < <(printf '%s\n' "${runs[@]%%:*}" | awk '!seen[$0]++')
-declare -A sms=([test_rnn]=132 [test_rnn:20sms]=20)
+declare -A sms=([test_rnn]=132 [test_rnn:20sms]=20 [test_rnn:99kb]=20)
+declare -A smem_optin=([test_rnn:99kb]=101376)
 # Catch2 test specs per run (also to exclude a known failure while it is being fixed: none now), as one
 # argument with alternatives separated by commas (Catch2 v2 does not OR separate arguments). A spec that matches
 # no test case fails the run (--warn NoTests).
-declare -A filters=([test_rnn:20sms]='"rnn_forward with hidden sizes that need several blocks*"')
+declare -A filters=([test_rnn:20sms]='"rnn_forward with hidden sizes that need several blocks*"'
+                    [test_rnn:99kb]='"rnn_forward on the per-step path streams more k chunks than it has buffers"')
 
 echo "emulated kernel tests: building into $build"
 "$here/build.sh" "$build" "${programs[@]}"
@@ -35,7 +39,8 @@ export EMU_SMS="${EMU_SMS:-8}"
 
 run_one() {
   local p="$1" start=$SECONDS rc=0
-  eval "EMU_SMS=${sms[$p]:-$EMU_SMS} \"$build/emu_${p%%:*}\" --rng-seed time --warn NoTests ${filters[$p]:-}" > "$build/logs/$p.txt" 2>&1 ||
+  eval "EMU_SMS=${sms[$p]:-$EMU_SMS} ${smem_optin[$p]:+EMU_SMEM_OPTIN=${smem_optin[$p]}}" \
+    "\"$build/emu_${p%%:*}\" --rng-seed time --warn NoTests ${filters[$p]:-}" > "$build/logs/$p.txt" 2>&1 ||
     rc=$?
   local summary
   summary="$(grep -E '^(All tests passed|test cases:)' "$build/logs/$p.txt" | tail -1)"

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -275,6 +276,24 @@ void check_against_reference(const Model<T>& model, const Inputs<T, OffsetT>& in
   if (model.desc.mode == RnnMode::kLstm) require_within_budget(got.cn, exact.cn, naive.cn, "cn");
 }
 
+// `count` lengths drawn uniformly from 0..max_length.
+std::vector<std::int64_t> uniform_lengths(std::int64_t count, std::int64_t max_length, std::mt19937_64& rng) {
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(count));
+  std::uniform_int_distribution<std::int64_t> len(0, max_length);
+  for (auto& l : lengths) l = len(rng);
+  return lengths;
+}
+
+// A fresh model of `desc` against the reference on `lengths` (int32 offsets, initial states), on path `algo`.
+template <typename T>
+void check_path(const RnnDesc& desc, const std::vector<std::int64_t>& lengths, RnnAlgo algo, std::mt19937_64& rng,
+                cublasHandle_t handle) {
+  Model<T> model(desc, rng);
+  Options o;
+  o.algo = algo;
+  check_against_reference(model, make_inputs<T, std::int32_t>(desc, lengths, rng), o, handle);
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("rnn_forward matches the reference across modes, layers, directions and paths", "[rnn][matrix]",
@@ -345,21 +364,17 @@ TEMPLATE_TEST_CASE("rnn_forward with one long sequence among short ones, and a b
   const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
   const std::vector<std::int64_t> lengths = GENERATE(std::vector<std::int64_t>{3, 2, 150, 1, 4, 0, 2},
                                                      std::vector<std::int64_t>{33});
-  const RnnDesc desc = make_desc(mode, 16, 48, 0, 1, true);
-  Model<T> model(desc, rng);
-  Options o;
-  o.algo = algo;
-  check_against_reference(model, make_inputs<T, std::int32_t>(desc, lengths, rng), o, cublas.handle);
+  check_path<T>(make_desc(mode, 16, 48, 0, 1, true), lengths, algo, rng, cublas.handle);
 }
 
-TEMPLATE_TEST_CASE("rnn_forward with hidden sizes that need several blocks, k chunks and batch chunks", "[rnn]", float,
-                   half) {
+TEMPLATE_TEST_CASE("rnn_forward with hidden sizes that need several blocks, k chunks and batch chunks "
+                   "(bidirectional)", "[rnn]", float, half) {
   using T = TestType;
   CublasHandle cublas;
   auto rng = test::make_rng(500);
   const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
   const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
-  // Staged in chunks of 512 bytes of a row (256 half or 128 float columns), two buffers deep. H = 300: 304
+  // Staged in chunks of 512 bytes of a row (256 half or 128 float columns), two or three buffers deep. H = 300: 304
   // padded columns, rows of 600 bytes in half (element-wise staging) and 1200 in float (cp.async); H = 264:
   // 272 columns, 16-byte rows in both, a last chunk of one k-step.
   const std::int64_t hidden = GENERATE(300, 264);
@@ -367,21 +382,15 @@ TEMPLATE_TEST_CASE("rnn_forward with hidden sizes that need several blocks, k ch
   // first step, the last of 6 rows). Boundaries, in shuffled order: 49, 33, 17, 16 and 1 sequences active at
   // steps 0..4, so chunks of 17 rows (one row in the second tile), 16 (one full tile) and 1.
   const bool boundaries = GENERATE(false, true);
-  const RnnDesc desc = make_desc(mode, 20, hidden, 0, 1, true);
-  Model<T> model(desc, rng);
   std::vector<std::int64_t> lengths;
   if (boundaries) {
     const std::int64_t count_of_length[] = {0, 16, 16, 1, 15, 1};  // sequences of 1..5 tokens
     for (std::int64_t l = 1; l <= 5; ++l) lengths.insert(lengths.end(), count_of_length[l], l);
     std::shuffle(lengths.begin(), lengths.end(), rng);
   } else {
-    lengths.resize(70);
-    std::uniform_int_distribution<std::int64_t> len(0, 6);
-    for (auto& l : lengths) l = len(rng);
+    lengths = uniform_lengths(70, 6, rng);
   }
-  Options o;
-  o.algo = algo;
-  check_against_reference(model, make_inputs<T, std::int32_t>(desc, lengths, rng), o, cublas.handle);
+  check_path<T>(make_desc(mode, 20, hidden, 0, 1, true), lengths, algo, rng, cublas.handle);
 }
 
 TEST_CASE("rnn_forward with more than 8 hidden units per block (a thread's second held item)", "[rnn]") {
@@ -394,14 +403,22 @@ TEST_CASE("rnn_forward with more than 8 hidden units per block (a thread's secon
   // to the next (rnn_common.cuh); the other tests' shapes give at most 8 units (256 items), so only the first.
   // Bidirectional H = 600: 1200 units over the SMs, 9 to 12 units per block on GPUs of 100 to 149 SMs, with
   // both paths. 40 sequences of 0..4 tokens: two chunks at the first steps, the second of the items not held.
-  const RnnDesc desc = make_desc(mode, 20, 600, 0, 1, true);
-  Model<T> model(desc, rng);
-  std::vector<std::int64_t> lengths(40);
-  std::uniform_int_distribution<std::int64_t> len(0, 4);
-  for (auto& l : lengths) l = len(rng);
-  Options o;
-  o.algo = algo;
-  check_against_reference(model, make_inputs<T, std::int32_t>(desc, lengths, rng), o, cublas.handle);
+  check_path<T>(make_desc(mode, 20, 600, 0, 1, true), uniform_lengths(40, 4, rng), algo, rng, cublas.handle);
+}
+
+TEST_CASE("rnn_forward on the per-step path streams more k chunks than it has buffers", "[rnn]") {
+  using T = float;
+  CublasHandle cublas;
+  auto rng = test::make_rng(575);
+  // The per-step kernels stream a block's weight rows through shared memory in chunks of 512 bytes of a row,
+  // kRnnStreamedStages buffers deep (kRnnResidentStages where shared memory is short: tests/emu/run.sh runs this
+  // as on a 99 KB device too). Float H = 520 is 5 chunks, so every buffer is refilled. LSTM with proj_size 24
+  // streams W_hr (k = H) the same way in the projection kernel, and its gates only one chunk (k = 24).
+  const int shape = GENERATE(0, 1, 2);
+  const RnnMode mode = shape == 1 ? RnnMode::kGru : RnnMode::kLstm;
+  // 40 sequences of 0..5 tokens: two batch chunks at the first steps.
+  check_path<T>(make_desc(mode, 20, 520, shape == 2 ? 24 : 0, 1, false), uniform_lengths(40, 5, rng),
+                RnnAlgo::kPerStep, rng, cublas.handle);
 }
 
 TEMPLATE_TEST_CASE("rnn_forward without biases matches the reference", "[rnn]", float, bfloat16) {
