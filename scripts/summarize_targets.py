@@ -194,17 +194,22 @@ def rnn_section(report, runs, torch_rnn):
         floors = [runs.get(f"{op}/floor/{case}/kind:{kind}") for kind in ("barrier", "exchange")]
         floor_us = [f["seconds"] * 1e6 / steps if f and steps else None for f in floors]
         ragged_us = run["seconds"] * 1e6 / steps if steps else None
+        # Host time spent enqueueing over GPU time (bench/common/gpu_timer.h): near 1 or above, the launches (one
+        # per step on the per-step path) may be what the GPU waits for.
+        enqueue = "/".join(fmt(r["enqueue_us"] * 1e-6 / r["seconds"]) if r and r.get("enqueue_us") else "-"
+                           for r in (run, per_step))
         rows.append([op, case, fmt(run["seconds"] * 1e3), algo,
                      fmt(per_step["seconds"] * 1e3) if per_step else "-",
                      fmt(padded["seconds"] * 1e3) if padded else "-", fmt(real), fmt(time_ratio), fmt(peak_ratio),
                      fmt(ragged_us), fmt(floor_us[0]), fmt(floor_us[1]),
-                     fmt(floor_us[1] / ragged_us) if floor_us[1] and ragged_us else "-", fmt(run.get("peak_frac")),
+                     fmt(floor_us[1] / ragged_us) if floor_us[1] and ragged_us else "-", enqueue,
+                     fmt(run.get("peak_frac")),
                      fmt(ws_time), fmt(ws_peak),
                      fmt(invariant["seconds"] / run["seconds"]) if invariant else "-", "; ".join(checks)])
     report.table(["op", "case", "ragged ms", "path", "per-step forced ms", "padded ms", "real_frac",
                   "time / (real_frac x padded)", "peak / (real_frac x padded)", "ragged us/step",
                   "floor us/step: barrier", "floor us/step: barrier + h exchange", "exchange floor / ragged step",
-                  "of GEMM peak",
+                  "host enqueue / time: ragged / per-step forced", "of GEMM peak",
                   "4 MiB cuBLAS ws: time / default", "4 MiB cuBLAS ws: peak / (real_frac x padded)",
                   "batch-invariant projection: time / default", "targets"], rows)
     if torch_rnn is None:

@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -59,21 +60,29 @@ bool ok_or_skip(benchmark::State& state, cudaError_t error, const char* what);
 
 // The timed loop. `launch(cudaStream_t)` enqueues the work and returns ragged::Status. It runs once untimed,
 // then once per iteration between two events after an L2 flush; the event time is the iteration's time.
+// Counter enqueue_us: the host's wall time inside `launch` per iteration. The GPU spends the flush (a write of
+// twice the L2) waiting for nothing, so a launch that enqueues faster than that is not in the event time; one
+// that enqueues about as long as the event time (hundreds of launches, one per RNN step) may be what sets it.
 template <typename Launch>
 void time_on_gpu(benchmark::State& state, Launch&& launch) {
   GpuTimer& timer = GpuTimer::instance();
   if (!ok_or_skip(state, launch(timer.stream()), "warm-up launch")) return;
   if (!ok_or_skip(state, cudaStreamSynchronize(timer.stream()), "warm-up synchronize")) return;
   int iteration = 0;
+  double enqueue_seconds = 0.0;
   for (auto _ : state) {
     if (!ok_or_skip(state, timer.flush_l2(iteration++), "L2 flush")) break;
     if (!ok_or_skip(state, timer.record_start(), "cudaEventRecord(start)")) break;
+    const auto enqueue_start = std::chrono::steady_clock::now();
     if (!ok_or_skip(state, launch(timer.stream()), "launch")) break;
+    enqueue_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - enqueue_start).count();
     if (!ok_or_skip(state, timer.record_stop(), "cudaEventRecord(stop)")) break;
     double seconds = 0.0;
     if (!ok_or_skip(state, timer.elapsed(&seconds), "cudaEventElapsedTime")) break;
     state.SetIterationTime(seconds);
   }
+  if (iteration > 0)
+    state.counters["enqueue_us"] = benchmark::Counter(enqueue_seconds * 1e6 / iteration);
 }
 
 }  // namespace bench
