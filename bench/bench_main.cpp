@@ -14,6 +14,8 @@
 //                                                  harness, e.g. on the kernel emulator (tests/emu/run_bench.sh)
 //   RAGGED_BENCH_VERIFY=1 ragged_bench             each GPU benchmark's result held against the CPU reference
 //                                                  (bench/common/verify.h; for shrunk runs: the references are slow)
+//   RAGGED_BENCH_FLUSH=dirty ragged_bench          L2 flushed by a write instead of a read before each iteration
+//                                                  (bench/common/l2_flush.h)
 //
 // Output is flushed after every benchmark, console and --benchmark_out JSON alike, so a run stopped by a time
 // limit keeps what it measured (scripts/gpu-check.sh closes such a truncated JSON file).
@@ -37,7 +39,8 @@
 
 namespace {
 
-// Adds the device's name, L2 size, SM count, measured copy bandwidth and bf16 GEMM rate to the benchmark context.
+// Adds the device's name, L2 size, SM count, the way L2 is flushed (bench/common/l2_flush.h), measured copy
+// bandwidth and bf16 GEMM rate to the benchmark context.
 void describe_device() {
   int device = 0;
   cudaDeviceProp props{};
@@ -48,6 +51,9 @@ void describe_device() {
   benchmark::AddCustomContext("gpu", props.name);
   benchmark::AddCustomContext("gpu_compute_capability", std::to_string(props.major) + "." + std::to_string(props.minor));
   benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(props.l2CacheSize));
+  const ragged::bench::L2Flush flush = ragged::bench::GpuTimer::instance().flush_mode();
+  std::printf(", L2 flushed %s before each iteration", ragged::bench::l2_flush_name(flush));
+  benchmark::AddCustomContext("l2_flush", ragged::bench::l2_flush_name(flush));
   if (!ragged::bench::ceilings_measured()) {
     std::printf(", ceilings not measured (RAGGED_BENCH_NO_CEILINGS=1: no copy_frac, no peak_frac)\n");
     return;

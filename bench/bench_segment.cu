@@ -14,6 +14,13 @@
 //           padded tensor
 // Bytes per iteration (the floor, floor_bytes): inputs read once + outputs written once (softmax: values read
 // once and written once). copy_frac divides the achieved rate by a device-to-device copy's rate measured in this run.
+//
+// device_reduce: the suite's ceiling and a check of the timing itself. 64 MiB of floats in one row, summed by
+// ragged (segment_reduce, batch 1) and by cub::DeviceReduce::Sum (CUB's device-wide reduction, the plainest
+// read of those bytes at hand), each after both ways of flushing L2 (`/flush:clean`, `/flush:dirty`,
+// bench/common/l2_flush.h). cub's clean copy_frac is what a reduction reaches in this run's timing; the dirty
+// rows say what the write-back of a dirty L2 added to every benchmark while the flush was a memset.
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -406,7 +413,46 @@ bool has_padded(const SegCase& s) {
   return (s.op == SegOp::kSum || s.op == SegOp::kMax || is_softmax(s.op)) && padded_bytes < 4.0 * 1024 * kMiB;
 }
 
+// device_reduce (see the top of the file). `cub` false: ragged's segment_reduce over one row.
+void bench_device_reduce(benchmark::State& state, std::int64_t count, bool cub, L2Flush flush) {
+  run_guarded(state, [&] {
+    cudaStream_t stream = GpuTimer::instance().stream();
+    DeviceBuffer<float> values(static_cast<std::size_t>(count), stream);
+    DeviceBuffer<std::int32_t> offsets(std::vector<std::int32_t>{0, static_cast<std::int32_t>(count)}, stream);
+    DeviceBuffer<float> out(1, stream);
+    fill_uniform(values, 1.0f, 12345u, stream);
+    const RaggedView<const float, std::int32_t> view{values.data(), offsets.data(), 1, count, 1};
+    auto launch = [&](void* ws, std::size_t& bytes, cudaStream_t st) -> Status {
+      if (!cub) return segment_reduce(ws, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, st);
+      return from_cuda(cub::DeviceReduce::Sum(ws, bytes, values.data(), out.data(), count, st), "cub::DeviceReduce");
+    };
+    std::size_t ws_bytes = 0;
+    if (!ok_or_skip(state, launch(nullptr, ws_bytes, stream), "workspace query")) return;
+    DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
+    time_on_gpu(state, [&](cudaStream_t st) { return launch(ws.data(), ws_bytes, st); }, flush);
+    set_gpu_traffic(state, static_cast<double>(values.bytes() + offsets.bytes() + out.bytes()),
+                    static_cast<double>(values.bytes() + offsets.bytes() + out.bytes() + ws_bytes));
+    if (!verify_results() || state.error_occurred()) return;
+    const std::vector<float> x = values.to_host();
+    double want = 0.0;
+    for (const float v : x) want += v;
+    check_against_reference(state, as_doubles(out.to_host()), {want}, verify_tolerance<float>(),
+                            cub ? "cub::DeviceReduce::Sum" : "ragged");
+  });
+}
+
+void register_device_reduce() {
+  const auto count = static_cast<std::int64_t>(scaled_bytes(64 * kMiB) / sizeof(float));
+  for (const L2Flush flush : {L2Flush::kClean, L2Flush::kDirty})
+    for (const bool cub : {false, true}) {
+      const std::string name = std::string("device_reduce/") + (cub ? "cub" : "ragged") + "/floats:" +
+                               std::to_string(count) + "/flush:" + l2_flush_name(flush);
+      register_gpu_benchmark(name, [=](benchmark::State& st) { bench_device_reduce(st, count, cub, flush); });
+    }
+}
+
 void register_segment_gpu() {
+  register_device_reduce();
   for (const SegCase& s : segment_cases()) {
     const auto shared = std::make_shared<const SegCase>(s);
     register_gpu_benchmark(case_name(s, "ragged"), [shared](benchmark::State& st) { bench_ragged(st, *shared); });

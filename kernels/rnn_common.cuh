@@ -79,13 +79,11 @@ inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max) {
   return Status::kSuccess;
 }
 
-// Lets the kernel use `bytes` of dynamic shared memory; kUnsupportedShape when the device allows less. The limit
-// is always set to the device's whole opt-in size, never to `bytes`: a limit that followed each call's shape
-// could be lowered by one host thread (or a smaller call) between another's set and its launch.
-inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char* name) {
-  std::size_t dynamic_max = 0;
-  const Status s = dynamic_shared_max(kernel, dynamic_max);
-  if (s != Status::kSuccess) return s;
+// Lets the kernel use `bytes` of dynamic shared memory, where `dynamic_max` is dynamic_shared_max's answer for
+// it; kUnsupportedShape when the device allows less. The limit is always set to the device's whole opt-in size,
+// never to `bytes`: a limit that followed each call's shape could be lowered by one host thread (or a smaller
+// call) between another's set and its launch.
+inline Status set_shared_limit(const void* kernel, std::size_t bytes, std::size_t dynamic_max, const char* name) {
   if (bytes > dynamic_max)
     return fail(Status::kUnsupportedShape, std::string(name) + " needs " + std::to_string(bytes) +
                                                " bytes of shared memory, the device allows " +
@@ -93,6 +91,14 @@ inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char
   return from_cuda(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dynamic_max)),
       "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+}
+
+// The same, asking the device for `dynamic_max`.
+inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char* name) {
+  std::size_t dynamic_max = 0;
+  const Status s = dynamic_shared_max(kernel, dynamic_max);
+  if (s != Status::kSuccess) return s;
+  return set_shared_limit(kernel, bytes, dynamic_max, name);
 }
 
 

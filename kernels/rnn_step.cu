@@ -74,7 +74,7 @@ Status launch_per_step(const RnnRecurrenceArgs<T>& a, cudaStream_t stream) {
   gates.units = static_cast<int>(units);
   gates.slices = static_cast<int>((a.hidden + units - 1) / units);
   fill_vector_flags(gates);
-  s = set_shared_limit(gates_kernel, gates.shared.total, "rnn_gates_step_kernel");
+  s = set_shared_limit(gates_kernel, gates.shared.total, dynamic_max, "rnn_gates_step_kernel");
   if (s != Status::kSuccess) return s;
 
   KernelParams<T> proj = gates;
@@ -87,7 +87,7 @@ Status launch_per_step(const RnnRecurrenceArgs<T>& a, cudaStream_t stream) {
     s = dynamic_shared_max(proj_kernel, dynamic_max);
     if (s != Status::kSuccess) return s;
     proj.shared = streamed_layout(proj.proj, sizeof(T), dynamic_max);
-    s = set_shared_limit(proj_kernel, proj.shared.total, "rnn_proj_step_kernel");
+    s = set_shared_limit(proj_kernel, proj.shared.total, dynamic_max, "rnn_proj_step_kernel");
     if (s != Status::kSuccess) return s;
   }
   const dim3 gate_grid(static_cast<unsigned>(gates.slices), static_cast<unsigned>(a.dirs));

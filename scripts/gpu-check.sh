@@ -53,13 +53,8 @@
 #                              a check cut short still says how far it got
 # A .deps/usr folder (from shared/gpu-deps.sh) is added to CMAKE_PREFIX_PATH when present.
 set -euo pipefail
-
-if [ $# -ne 1 ]; then
-  echo "usage: $0 OUTDIR" >&2
-  exit 2
-fi
-mkdir -p "$1"
-out=$(cd "$1" && pwd)
+source "$(dirname "$0")/gpu_common.sh"
+gpu_script_start "$0" "$@"
 build=${RAGGED_BUILD_DIR:-build}
 archs=${RAGGED_CUDA_ARCHS:-native}
 tools=${RAGGED_SANITIZER_TOOLS:-memcheck racecheck initcheck synccheck}
@@ -72,12 +67,6 @@ bench_suites=${RAGGED_BENCH_SUITES:-convert_gpu segment_gpu attention_gpu rnn_gp
 deadline=${RAGGED_DEADLINE:-560}
 filter=${RAGGED_SANITIZER_FILTER:-}
 start_time=$(date +%s)
-
-# The CUDA tools may not be on PATH on a bare machine.
-for dir in "${CUDA_HOME:-}/bin" /usr/local/cuda/bin; do
-  if [ -d "$dir" ] && [[ ":$PATH:" != *":$dir:"* ]]; then PATH="$PATH:$dir"; fi
-done
-export PATH
 
 rows=()        # summary table rows
 targets_report=""  # issues 3-5 targets from this run's JSON (scripts/summarize_targets.py), appended to summary.md
@@ -142,8 +131,7 @@ step_timeout() {
 } >"$out/device.txt"
 
 # ---- configure + build ------------------------------------------------------------------------------------
-configure=(cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CUDA_ARCHITECTURES=$archs")
-if [ -d .deps/usr ]; then configure+=("-DCMAKE_PREFIX_PATH=$PWD/.deps/usr"); fi
+configure_command
 configure_rc=0
 "${configure[@]}" >"$out/build.log" 2>&1 || configure_rc=$?
 record "configure" "$(verdict $configure_rc)" "$configure_rc" "build.log"

@@ -26,23 +26,14 @@
 #   RAGGED_PROFILE_DRY_RUN=1 print the commands and check that every case names a benchmark ragged_bench lists;
 #                            runs no benchmark, needs no GPU or ncu (ctest profile_cases runs this)
 set -euo pipefail
-
-if [ $# -ne 1 ]; then
-  echo "usage: $0 OUTDIR" >&2
-  exit 2
-fi
-mkdir -p "$1"
-out=$(cd "$1" && pwd)
+source "$(dirname "$0")/gpu_common.sh"
+gpu_script_start "$0" "$@"
 build=${RAGGED_BUILD_DIR:-build}
 archs=${RAGGED_CUDA_ARCHS:-native}
 case_timeout=${RAGGED_PROFILE_TIMEOUT:-120}
 deadline=${RAGGED_DEADLINE:-560}
 dry_run=${RAGGED_PROFILE_DRY_RUN:-0}
 start_time=$(date +%s)
-for dir in "${CUDA_HOME:-}/bin" /usr/local/cuda/bin; do
-  if [ -d "$dir" ] && [[ ":$PATH:" != *":$dir:"* ]]; then PATH="$PATH:$dir"; fi
-done
-export PATH
 
 # name ; suite ; benchmark (exact name) ; ncu kernel filter ; launches skipped ; launches profiled
 # Skipping the first launches leaves out the benchmark's warm-up and correctness call.
@@ -114,8 +105,7 @@ if [ "$dry_run" != "1" ]; then
     exit 1
   fi
   if [ ! -x "$build/bench/ragged_bench" ]; then
-    configure=(cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CUDA_ARCHITECTURES=$archs")
-    if [ -d .deps/usr ]; then configure+=("-DCMAKE_PREFIX_PATH=$PWD/.deps/usr"); fi
+    configure_command
     { "${configure[@]}" && ninja -C "$build" ragged_bench; } >>"$log" 2>&1
   fi
   # A metric this ncu does not know would fail every case: keep the known ones, list the others.

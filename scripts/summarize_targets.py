@@ -112,9 +112,31 @@ def fmt(x, digits=3):
     return str(x)
 
 
+def reduce_ceiling(report, runs):
+    """The device_reduce rows (bench_segment.cu): one 64 MiB row summed by ragged and by CUB's device-wide
+    reduction, after a clean and after a dirty L2 flush."""
+    rows = []
+    for name, run in sorted(runs.items()):
+        op, impl, case = split(name)
+        if op != "device_reduce":
+            continue
+        flush = field(case, "flush")
+        clean = runs.get(f"{op}/{impl}/" + case.replace("flush:dirty", "flush:clean")) if flush == "dirty" else None
+        rows.append([impl, flush, fmt(run["seconds"] * 1e6), fmt(run.get("bytes_per_second", 0) * 1e-9),
+                     fmt(run.get("copy_frac")), fmt(run["seconds"] / clean["seconds"]) if clean else "-"])
+    if not rows:
+        return
+    report.add("One row of 64 MiB of floats summed (`device_reduce`): cub's clean copy_frac is what a plain read of "
+               "those bytes reaches in this run's timing; the dirty rows time the same op after a memset flush, the "
+               "first H100 run's (1c910f2), which left L2 dirty for the op to write back (bench/common/l2_flush.h).")
+    report.add()
+    report.table(["impl", "L2 flush", "us", "GB/s", "copy_frac", "dirty / clean time"], rows)
+
+
 def segment_section(report, runs):
     report.add("## Issue 3: segment reductions and softmax")
     report.add()
+    reduce_ceiling(report, runs)
     rows = []
     for name, run in sorted(runs.items()):
         op, impl, case = split(name)
@@ -327,7 +349,8 @@ def main(argv):
     gemm_size = context.get("bf16_gemm_size", "8192")
     report.add(f"GPU: {context.get('gpu', '?')}; device-to-device copy {copy * 1e-9:.0f} GB/s (read + write, the "
                f"copy_frac denominator); bf16 GEMM {gemm * 1e-12:.0f} TFLOP/s (cuBLAS {gemm_size}^3, the peak_frac "
-               f"denominator); {len(runs)} benchmark runs read from {args.bench}"
+               f"denominator); L2 flushed {context.get('l2_flush', 'dirty (a memset: runs up to 6a97180)')} "
+               f"before each iteration; {len(runs)} benchmark runs read from {args.bench}"
                + (f"; suites cut short: {context['truncated_suites']}" if context.get("truncated_suites") else "")
                + ".")
     report.add()

@@ -159,18 +159,26 @@ def check_correctness(tool, device, command="run"):
 
 
 class Timer:
-    """Median kernel time with a cold L2 before every iteration."""
+    """Median kernel time with a cold L2 before every iteration, flushed as ragged_bench flushes it
+    (bench/common/l2_flush.h; RAGGED_BENCH_FLUSH): by reading twice the L2 (clean, the default) or writing it."""
 
     def __init__(self, device):
         l2 = torch.cuda.get_device_properties(device).L2_cache_size
-        self.flush = torch.empty(2 * l2, dtype=torch.uint8, device=device)
+        self.flush = torch.zeros(2 * l2 // 4, dtype=torch.int32, device=device)
+        self.dirty = os.environ.get("RAGGED_BENCH_FLUSH", "clean") == "dirty"
+
+    def flush_l2(self):
+        if self.dirty:
+            self.flush.zero_()
+        else:
+            self.sink = self.flush.sum()
 
     def median_us(self, fn, min_seconds=0.3, min_iters=3, max_iters=50):
         fn()
         torch.cuda.synchronize()
         times, total = [], 0.0
         while len(times) < min_iters or (total < min_seconds and len(times) < max_iters):
-            self.flush.zero_()
+            self.flush_l2()
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             fn()

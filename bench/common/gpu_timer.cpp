@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "bench/common/suite.h"
+
 namespace ragged {
 namespace bench {
 
@@ -29,23 +31,34 @@ GpuTimer::GpuTimer() {
   throw_if_error(from_cuda(cudaGetDevice(&device), "cudaGetDevice"));
   throw_if_error(from_cuda(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties"));
   l2_bytes_ = static_cast<std::size_t>(std::max(props.l2CacheSize, 0));
-  flush_bytes_ = std::max<std::size_t>(2 * l2_bytes_, std::size_t{1} << 20);
+  // Twice the L2, shrunk with the cases in a scaled run (the emulator reads it thread by thread), a multiple of
+  // 16 bytes for the read.
+  flush_bytes_ = std::max<std::size_t>(scaled_bytes(2 * l2_bytes_), std::size_t{1} << 20) / 16 * 16;
+  flush_blocks_ = std::max(props.multiProcessorCount, 1) * std::max(props.maxThreadsPerMultiProcessor / 256, 1);
+  flush_mode_ = l2_flush_from_env();
   throw_if_error(from_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
   throw_if_error(from_cuda(cudaEventCreate(&start_), "cudaEventCreate"));
   throw_if_error(from_cuda(cudaEventCreate(&stop_), "cudaEventCreate"));
   throw_if_error(from_cuda(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)"));
+  throw_if_error(
+      from_cuda(cudaMalloc(reinterpret_cast<void**>(&flush_sink_), sizeof(unsigned)), "cudaMalloc(L2 flush sink)"));
+  // The read flush reads what this wrote (never uninitialised memory).
+  throw_if_error(from_cuda(cudaMemsetAsync(flush_buffer_, 0, flush_bytes_, stream_), "cudaMemsetAsync(L2 flush)"));
+  throw_if_error(from_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"));
 }
 
 GpuTimer::~GpuTimer() {
   // Process exit: release quietly, a destructor must not throw.
   if (flush_buffer_ != nullptr) cudaFree(flush_buffer_);
+  if (flush_sink_ != nullptr) cudaFree(flush_sink_);
   if (start_ != nullptr) cudaEventDestroy(start_);
   if (stop_ != nullptr) cudaEventDestroy(stop_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
-cudaError_t GpuTimer::flush_l2(int iteration) {
-  return cudaMemsetAsync(flush_buffer_, iteration & 0xff, flush_bytes_, stream_);
+cudaError_t GpuTimer::flush_l2(int iteration, L2Flush how) {
+  if (how == L2Flush::kDirty) return cudaMemsetAsync(flush_buffer_, iteration & 0xff, flush_bytes_, stream_);
+  return read_to_evict(flush_buffer_, flush_bytes_, flush_sink_, flush_blocks_, stream_);
 }
 
 cudaError_t GpuTimer::elapsed(double* seconds) {

@@ -1,6 +1,6 @@
 // GPU timing for Google Benchmark with UseManualTime: the kernel time of each iteration comes from CUDA events,
-// the L2 cache is flushed before every iteration so each one starts cold, and one warm-up launch (module load,
-// first-touch) happens before the timed loop.
+// the L2 cache is flushed before every iteration so each one starts cold (bench/common/l2_flush.h: clean by
+// default), and one warm-up launch (module load, first-touch) happens before the timed loop.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -10,7 +10,9 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 
+#include "bench/common/l2_flush.h"
 #include "ragged/status.h"
 
 namespace ragged {
@@ -27,9 +29,12 @@ class GpuTimer {
   cudaStream_t stream() const { return stream_; }
   std::size_t l2_bytes() const { return l2_bytes_; }
   std::size_t flush_bytes() const { return flush_bytes_; }
+  // The run's way of flushing (RAGGED_BENCH_FLUSH), which time_on_gpu uses unless told otherwise.
+  L2Flush flush_mode() const { return flush_mode_; }
 
-  // Enqueues a write of a buffer twice the L2 size, which evicts whatever the previous iteration left there.
-  cudaError_t flush_l2(int iteration);
+  // Enqueues a read (kClean) or a write (kDirty) of a buffer twice the L2 size, which evicts whatever the
+  // previous iteration left there. The write's bytes change with `iteration`.
+  cudaError_t flush_l2(int iteration, L2Flush how);
   cudaError_t record_start() { return cudaEventRecord(start_, stream_); }
   cudaError_t record_stop() { return cudaEventRecord(stop_, stream_); }
   // Waits for the stop event; `seconds` gets the time between the two events.
@@ -46,8 +51,11 @@ class GpuTimer {
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
   void* flush_buffer_ = nullptr;
+  unsigned* flush_sink_ = nullptr;
+  int flush_blocks_ = 1;
   std::size_t l2_bytes_ = 0;
   std::size_t flush_bytes_ = 0;
+  L2Flush flush_mode_ = L2Flush::kClean;
 };
 
 // Registers a GPU benchmark: timed by CUDA events (UseManualTime, see time_on_gpu), reported in microseconds.
@@ -59,19 +67,19 @@ bool ok_or_skip(benchmark::State& state, Status status, const char* what);
 bool ok_or_skip(benchmark::State& state, cudaError_t error, const char* what);
 
 // The timed loop. `launch(cudaStream_t)` enqueues the work and returns ragged::Status. It runs once untimed,
-// then once per iteration between two events after an L2 flush; the event time is the iteration's time.
-// Counter enqueue_us: the host's wall time inside `launch` per iteration. The GPU spends the flush (a write of
-// twice the L2) waiting for nothing, so a launch that enqueues faster than that is not in the event time; one
-// that enqueues about as long as the event time (hundreds of launches, one per RNN step) may be what sets it.
+// then once per iteration between two events after an L2 flush (`how`); the event time is the iteration's time.
+// Counter enqueue_us: the host's wall time inside `launch` per iteration. The GPU spends the flush (twice the
+// L2 read or written) waiting for nothing, so a launch that enqueues faster than that is not in the event time;
+// one that enqueues about as long as the event time (hundreds of launches, one per RNN step) may be what sets it.
 template <typename Launch>
-void time_on_gpu(benchmark::State& state, Launch&& launch) {
+void time_on_gpu(benchmark::State& state, Launch&& launch, L2Flush how) {
   GpuTimer& timer = GpuTimer::instance();
   if (!ok_or_skip(state, launch(timer.stream()), "warm-up launch")) return;
   if (!ok_or_skip(state, cudaStreamSynchronize(timer.stream()), "warm-up synchronize")) return;
   int iteration = 0;
   double enqueue_seconds = 0.0;
   for (auto _ : state) {
-    if (!ok_or_skip(state, timer.flush_l2(iteration++), "L2 flush")) break;
+    if (!ok_or_skip(state, timer.flush_l2(iteration++, how), "L2 flush")) break;
     if (!ok_or_skip(state, timer.record_start(), "cudaEventRecord(start)")) break;
     const auto enqueue_start = std::chrono::steady_clock::now();
     if (!ok_or_skip(state, launch(timer.stream()), "launch")) break;
@@ -83,6 +91,12 @@ void time_on_gpu(benchmark::State& state, Launch&& launch) {
   }
   if (iteration > 0)
     state.counters["enqueue_us"] = benchmark::Counter(enqueue_seconds * 1e6 / iteration);
+}
+
+// With the run's way of flushing.
+template <typename Launch>
+void time_on_gpu(benchmark::State& state, Launch&& launch) {
+  time_on_gpu(state, std::forward<Launch>(launch), GpuTimer::instance().flush_mode());
 }
 
 }  // namespace bench

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "emu_algorithms.h"
 
@@ -18,6 +19,14 @@ struct DeviceReduce {
       for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) acc = op(acc, in[i]);
       *out = acc;
     });
+  }
+
+  // CUB sums in a tree; this sums in order, in the output's type from 0, which the callers' tolerances absorb.
+  template <typename In, typename Out, typename NumItems>
+  static cudaError_t Sum(void* temp, std::size_t& temp_bytes, In in, Out out, NumItems n,
+                         cudaStream_t stream = nullptr) {
+    using T = typename std::remove_reference<decltype(*out)>::type;
+    return Reduce(temp, temp_bytes, in, out, n, [](T a, T b) { return a + b; }, T{}, stream);
   }
 };
 
