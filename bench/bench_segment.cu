@@ -418,7 +418,8 @@ void bench_device_reduce(benchmark::State& state, std::int64_t count, bool cub, 
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
     DeviceBuffer<float> values(static_cast<std::size_t>(count), stream);
-    DeviceBuffer<std::int32_t> offsets(std::vector<std::int32_t>{0, static_cast<std::int32_t>(count)}, stream);
+    const std::vector<std::int32_t> row{0, static_cast<std::int32_t>(count)};
+    DeviceBuffer<std::int32_t> offsets(row, stream);
     DeviceBuffer<float> out(1, stream);
     fill_uniform(values, 1.0f, 12345u, stream);
     const RaggedView<const float, std::int32_t> view{values.data(), offsets.data(), 1, count, 1};
@@ -434,9 +435,10 @@ void bench_device_reduce(benchmark::State& state, std::int64_t count, bool cub, 
                     static_cast<double>(values.bytes() + offsets.bytes() + out.bytes() + ws_bytes));
     if (!verify_results() || state.error_occurred()) return;
     const std::vector<float> x = values.to_host();
-    double want = 0.0;
-    for (const float v : x) want += v;
-    check_against_reference(state, as_doubles(out.to_host()), {want}, verify_tolerance<float>(),
+    std::vector<float> want(1);
+    reference::segment_reduce(RaggedView<const float, std::int32_t>{x.data(), row.data(), 1, count, 1},
+                              ReduceOp::kSum, want.data(), nullptr, 0.0f);
+    check_against_reference(state, as_doubles(out.to_host()), as_doubles(want), verify_tolerance<float>(),
                             cub ? "cub::DeviceReduce::Sum" : "ragged");
   });
 }
