@@ -202,6 +202,15 @@ __device__ __forceinline__ RowLocation locate_row(const SegmentLayout<OffsetT>& 
   return RowLocation{rows.end - 1, base};
 }
 
+// step_cursor over the rows of L (segment_geometry.h).
+template <typename OffsetT>
+__device__ __forceinline__ bool step_cursor(UnitCursor& c, std::int64_t u, std::int64_t RowWork::*field,
+                                            const SegmentLayout<OffsetT>& L) {
+  return step_cursor(c, u, field, L.batch, L.geometry, [&](std::int64_t row, std::int64_t& begin, std::int64_t& length) {
+    row_extent(L.offsets, row, L.nnz, begin, length);
+  });
+}
+
 // The cursor at item u of a plan field, by a lookup (locate_row). Called by the whole warp.
 template <bool kFirstPass, typename OffsetT>
 __device__ UnitCursor locate_cursor(const SegmentLayout<OffsetT>& L, std::int64_t u, std::int64_t RowWork::*field) {
@@ -214,25 +223,32 @@ __device__ UnitCursor locate_cursor(const SegmentLayout<OffsetT>& L, std::int64_
   return c;
 }
 
-// f(u, cursor) for each item u of this warp's share (warp_share_begin) of the items of a plan field, in order,
-// with the cursor at u's row. One lookup per share; then each next row is a step (two offsets, in L1
-// after the first), or a lookup again past kCursorSteps rows without work. Called by the whole warp; the cursor
-// is warp-uniform.
+// Walks this warp's share (warp_share_begin) of the items of a plan field, in order: f(u, cursor, end) with the
+// cursor at u's row handles item u and possibly more of the same share, and advances u past what it handled (at
+// least one item), leaving the cursor where it was last used. One lookup per share; then each next row is a step
+// (two offsets, in L1 after the first), or a lookup again past kCursorSteps rows without work. Called by the
+// whole warp; u and the cursor are warp-uniform.
 template <bool kFirstPass, typename OffsetT, typename F>
-__device__ __forceinline__ void for_each_unit(const SegmentLayout<OffsetT>& L, std::int64_t RowWork::*field, F f) {
+__device__ __forceinline__ void walk_units(const SegmentLayout<OffsetT>& L, std::int64_t RowWork::*field, F f) {
   const std::int64_t total = plan_of<kFirstPass>(L)[row_groups(L.batch)].*field;
   const std::int64_t warps = total_warps(), warp = global_warp();
   std::int64_t u = warp_share_begin(total, warps, warp);
   const std::int64_t end = warp_share_begin(total, warps, warp + 1);
   if (u >= end) return;
   UnitCursor c = locate_cursor<kFirstPass>(L, u, field);
-  auto range = [&](std::int64_t row, std::int64_t& begin, std::int64_t& length) {
-    row_extent(L.offsets, row, L.nnz, begin, length);
-  };
-  for (; u < end; ++u) {
-    if (!step_cursor(c, u, field, L.batch, L.geometry, range)) c = locate_cursor<kFirstPass>(L, u, field);
-    f(u, c);
+  while (u < end) {
+    if (!step_cursor(c, u, field, L)) c = locate_cursor<kFirstPass>(L, u, field);
+    f(u, c, end);
   }
+}
+
+// f(u, cursor) for each item u of this warp's share, one at a time (walk_units).
+template <bool kFirstPass, typename OffsetT, typename F>
+__device__ __forceinline__ void for_each_unit(const SegmentLayout<OffsetT>& L, std::int64_t RowWork::*field, F f) {
+  walk_units<kFirstPass>(L, field, [&](std::int64_t& u, UnitCursor& c, std::int64_t) {
+    f(u, static_cast<const UnitCursor&>(c));
+    ++u;
+  });
 }
 
 // Tokens of a tiny row that the row pass loads ahead (TinyHead): the first kTinyHead tokens of its column 0.

@@ -127,6 +127,11 @@ RAGGED_HOST_DEVICE RowWork row_work(std::int64_t length, const SegmentGeometry& 
   return RowWork{chunks * g.tiles, chunks > 1 ? chunks : 0, second_pass ? chunks * g.tiles : 0};
 }
 
+// Whether segment_reduce may stream this geometry's one-chunk rows (segment_reduce.cu, stream_rows): narrow D
+// where 32 vectors are a whole number of tokens, so a line of 32 consecutive vectors of the flat values is
+// `phases` whole tokens and a lane always holds the same vector column.
+RAGGED_HOST_DEVICE bool streams_rows(const SegmentGeometry& g) { return g.narrow && kWarpSize % g.vcols == 0; }
+
 // Each warp of a unit kernel walks a contiguous share of the units, [warp_share_begin(n, warps, w),
 // warp_share_begin(n, warps, w + 1)): shares differ by at most one unit, as a grid-stride loop's would, but
 // consecutive units lie in the same row or a few rows apart, so one lookup (locate_row) serves the whole share

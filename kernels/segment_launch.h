@@ -21,6 +21,12 @@ constexpr int kReduceFloatsPerLane = 256;
 constexpr int kSoftmaxFloatsPerLane = 32;
 constexpr int kSoftmaxBackwardFloatsPerLane = 16;
 
+// Whether segment_reduce streams the one-chunk rows of geometries that allow it (streams_rows,
+// segment_geometry.h); on unless the process started with RAGGED_SEGMENT_STREAM=0. Not thread-safe to change:
+// tests set it to compare the stream with the unit walk.
+bool segment_stream_enabled();
+void set_segment_stream_enabled(bool enabled);
+
 // What every segment kernel reads: the ragged layout, its geometry and plan, and the partials scratch.
 template <typename OffsetT>
 struct SegmentLayout {

@@ -9,6 +9,8 @@
 // completes a node's children merges them, in chunk order). The order in which a row's elements are added
 // depends only on its length and D, so results are deterministic and do not depend on the other rows of the
 // batch.
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "launch.cuh"
@@ -243,6 +245,156 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
       [&](std::int64_t col, const Acc& merged) { write_result(a, b, col, merged, length); });
 }
 
+// Lines a stream loads at once: 64 bytes per lane (2 KB per warp; at 3 blocks of 8 warps per SM, 48 KB in
+// flight per SM, where ~25 KB covers DRAM's latency at 3.35 TB/s and ~1 us). The stream's state (cursor, group
+// and row bounds) lives across the loads, so with kUnroll's 128 bytes the float kernels, held to 80 registers,
+// spilled 100-250 bytes.
+template <typename T, int V>
+constexpr int kStreamLines = kUnroll<T, V> / 2;
+
+// A streamed row: its index and clamped range (a one-chunk row: length <= chunk_tokens).
+struct StreamRow {
+  std::int64_t row;
+  std::int64_t begin;
+  std::int64_t length;
+};
+
+// The first row after `after` with units (neither empty nor tiny), probed 32 rows per memory round trip (a lane
+// per row) where step_cursor reads a row at a time: in the power-law regime tiny rows lie between the streamed
+// ones. False if none lies within 128 rows (the caller looks it up). Called by the whole warp.
+template <typename OffsetT>
+__device__ __forceinline__ bool next_row_with_units(const SegmentLayout<OffsetT>& L, std::int64_t after,
+                                                    StreamRow& next) {
+  for (int probe = 0; probe < 4; ++probe) {
+    const std::int64_t row = after + 1 + probe * kWarpSize + lane_id();
+    std::int64_t begin = 0, length = 0;
+    if (row < L.batch) row_extent(L.offsets, row, L.nnz, begin, length);
+    const unsigned found = __ballot_sync(0xffffffffu, row < L.batch && !is_tiny(length, L.geometry));
+    if (found != 0) {
+      const int src = __ffs(found) - 1;
+      next = StreamRow{after + 1 + probe * kWarpSize + src, __shfl_sync(0xffffffffu, begin, src),
+                       __shfl_sync(0xffffffffu, length, src)};
+      return true;
+    }
+  }
+  return false;
+}
+
+// Row r, finished as reduce_unit finishes a one-chunk row: the phases merge by merge_phases' tree and phase 0
+// writes; the accumulators are left empty for the next row. A stream's lane p * vcols + col holds the row's
+// phase (p - begin) mod phases, not phase p as in reduce_unit, but that changes nothing: phases is a power of two,
+// and a rotation maps each level of the tree's pairs, {j, j + s} with s = phases / 2, phases / 4, ..., onto the
+// same pairs, so every merge sees the same two operands, at most swapped. A sum's add commutes bitwise; the
+// extremes merge by a total order. So the bits are reduce_unit's without a shuffle to undo the rotation.
+template <typename T, typename OffsetT, typename Acc, int V>
+__device__ __forceinline__ void finish_streamed_row(const SegmentReduceArgs<T, OffsetT>& a, Acc (&acc)[V],
+                                                    const StreamRow& r, int phase, int vcol) {
+  merge_phases(acc, a.layout.geometry, LaneSlot{vcol, phase, true});
+  if (phase == 0) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) write_result(a, r.row, vcol * V + v, acc[v], r.length);
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = Acc{};
+}
+
+// The one-chunk rows of this warp's share from unit u on (c at u's row), streamed: the warp reads the flat values
+// in lines of 32 vectors (`phases` tokens), U lines at a time, and a lane adds the vector it holds to the row
+// that owns it. Lane l = p * vcols + col always holds column col of the tokens = p (mod phases), so within a row
+// it meets exactly the tokens of reduce_unit's phase (p - begin) mod phases, in the same order, and the result is
+// bitwise reduce_unit's (finish_streamed_row). Why: at one unit per row a warp spent several hundred instructions and a memory round
+// trip per unit (cursor step, the unit's setup, its loads, then the merge) on rows of a few hundred bytes
+// (D = 1 with lengths around 256; D = 64 with rows of 1 to 4 tokens); a stream keeps U lines in flight across
+// rows and spends per row only the merge and the step to the next row. Returns with u past the rows it finished
+// and c at u's row when that row has several chunks (the unit path takes it), or with u == end. token_end: the
+// end of the share's last row; nothing past it is loaded.
+template <typename T, typename OffsetT, typename Acc, int V>
+__device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t& u, UnitCursor& c, std::int64_t end,
+                            std::int64_t token_end) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  constexpr int U = kStreamLines<T, V>;
+  const int lane = lane_id();
+  const int vcols = static_cast<int>(g.vcols);
+  const int phase = lane / vcols, vcol = lane % vcols;
+  const int shift = __ffs(g.phases) - 1;  // phases = 32 / vcols, a power of two
+  // A one-chunk row has one unit and no partials: the rows streamed move c.before.units only (to u).
+  const RowWork entry = c.before;
+  StreamRow r{c.row, c.begin, c.length};
+  Acc acc[V];
+  std::int64_t line = r.begin >> shift;  // the group's first line
+  while (true) {
+    // Line k of the group holds tokens (line + k) * phases .. + phases - 1; this lane's vector of it lies at
+    // element ((line + k) * 32 + lane) * V.
+    const std::int64_t first_token = line << shift;
+    const std::int64_t token = first_token + phase;
+    const T* src = a.values + (line * kWarpSize + lane) * V;
+    Vec<T, V> raw[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      if (token + k * g.phases < token_end) {
+        raw[k] = *reinterpret_cast<const Vec<T, V>*>(src + k * kWarpSize * V);
+      } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) raw[k].v[v] = from_float<T>(0.0f);
+      }
+    }
+    const std::int64_t group_end = first_token + (static_cast<std::int64_t>(U) << shift);
+    while (true) {
+      // The row's lines in this group, [k0, k1), and this lane's token index in the row at line 0 (a one-chunk
+      // row and a group both span at most chunk_tokens, so it fits 32 bits).
+      const std::int64_t row_end = r.begin + r.length;
+      const int k0 = r.begin > first_token ? static_cast<int>((r.begin - first_token) >> shift) : 0;
+      const int k1 = row_end < group_end ? static_cast<int>((row_end - first_token + g.phases - 1) >> shift) : U;
+      const int at0 = static_cast<int>(token - r.begin);
+      const unsigned length = static_cast<unsigned>(r.length);
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        if (k >= k0 && k < k1) {  // warp-uniform
+          const int at = at0 + k * g.phases;
+          if (static_cast<unsigned>(at) < length) {
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[v].add(to_float(raw[k].v[v]), at);
+          }
+        }
+      }
+      if (row_end > group_end) {  // the row goes on in the next group
+        line += U;
+        break;
+      }
+      finish_streamed_row(a, acc, r, phase, vcol);
+      if (++u >= end) return;
+      StreamRow next;
+      if (!next_row_with_units(L, r.row, next)) {  // far away: the walk looks it up
+        c = locate_cursor<true>(L, u, &RowWork::units);
+        return;
+      }
+      r = next;
+      if (r.length > g.chunk_tokens) {  // several chunks: back to the unit walk, with the cursor at u's row
+        c.row = r.row;
+        c.before = RowWork{u, entry.partials, entry.second_units};
+        c.begin = r.begin;
+        c.length = r.length;
+        c.work = row_work(r.length, g);
+        return;
+      }
+      if (r.begin < first_token || r.begin >= group_end) {
+        // The next row starts past this group (rows without units between), or, with malformed offsets only,
+        // before it: load from its first line.
+        line = r.begin >> shift;
+        break;
+      }
+    }
+  }
+}
+
+// The end of the row that holds the last unit of a share [.., end): how far a stream may load.
+template <typename OffsetT>
+__device__ __forceinline__ std::int64_t share_token_end(const SegmentLayout<OffsetT>& L, std::int64_t end) {
+  const UnitCursor last = locate_cursor<true>(L, end - 1, &RowWork::units);
+  return last.begin + last.length;
+}
+
 // Blocks per SM the unit kernel is held to (__launch_bounds__): what ptxas reached before the units were walked
 // in contiguous shares (float: 79-80 registers, 3 blocks, except max with scalar loads at 100; 16-bit: 93-128,
 // 2), which a cursor kept across the unit's body would otherwise cost (float sum 79 -> 100, half max 120 -> 148).
@@ -252,13 +404,23 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
 template <typename T, typename Acc, int V>
 constexpr int kReduceMinBlocks = sizeof(T) == 4 && (V > 1 || std::is_same<Acc, SumAcc>::value) ? 3 : 2;
 
-template <typename T, typename OffsetT, typename Acc, int V>
-__global__ void __launch_bounds__(kThreads, (kReduceMinBlocks<T, Acc, V>))
+// kStream: the geometry streams one-chunk rows (streams_rows; a separate kernel, so that the others keep their
+// registers).
+template <typename T, typename OffsetT, typename Acc, int V, bool kStream>
+__global__ void __launch_bounds__(kThreads, (kStream ? 2 : kReduceMinBlocks<T, Acc, V>))
     segment_reduce_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
   stage_plan(L);
-  for_each_unit<true>(L, &RowWork::units,
-                      [&](std::int64_t u, const UnitCursor& at) { reduce_unit<T, OffsetT, Acc, V>(a, u, at); });
+  std::int64_t token_end = -1;  // found when the share first streams
+  walk_units<true>(L, &RowWork::units, [&](std::int64_t& u, UnitCursor& c, std::int64_t end) {
+    if (kStream && c.length <= L.geometry.chunk_tokens) {
+      if (token_end < 0) token_end = share_token_end(L, end);
+      stream_rows<T, OffsetT, Acc, V>(a, u, c, end, token_end);
+    } else {
+      reduce_unit<T, OffsetT, Acc, V>(a, u, c);
+      ++u;
+    }
+  });
 }
 
 template <typename T, typename OffsetT, typename Acc, int V>
@@ -271,8 +433,10 @@ Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream
   // Work bounds known on the host: every row's units fit in (nnz / chunk + rows) * tiles.
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
   const std::size_t shared = first_pass_shared_bytes(L.batch);
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_kernel<T, OffsetT, Acc, V>, units, blocks, shared));
-  segment_reduce_kernel<T, OffsetT, Acc, V><<<blocks, kThreads, shared, stream>>>(a);
+  const auto kernel = streams_rows(g) && segment_stream_enabled() ? &segment_reduce_kernel<T, OffsetT, Acc, V, true>
+                                                                    : &segment_reduce_kernel<T, OffsetT, Acc, V, false>;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(kernel, units, blocks, shared));
+  kernel<<<blocks, kThreads, shared, stream>>>(a);
   return check_launch("segment_reduce_kernel");
 }
 
@@ -386,6 +550,21 @@ Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStrea
 }
 
 }  // namespace
+
+// RAGGED_SEGMENT_STREAM=0 in the environment starts a process with streaming off (every row through the unit
+// walk), to compare the two on a GPU.
+namespace {
+bool& segment_stream_setting() {
+  static bool enabled = [] {
+    const char* v = std::getenv("RAGGED_SEGMENT_STREAM");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return enabled;
+}
+}  // namespace
+
+bool segment_stream_enabled() { return segment_stream_setting(); }
+void set_segment_stream_enabled(bool enabled) { segment_stream_setting() = enabled; }
 
 template <typename T, typename OffsetT>
 Status launch_segment_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t stream) {

@@ -1,8 +1,9 @@
 // segment_reduce and segment_reduce_backward on the device against the CPU reference: every op (max / min with
 // and without an arg output), every T, both offset types, D in {1, 3, 64, 1000}, every length regime plus
 // power-law lengths and one row holding ~all of 1M+ elements; rows whose partials take merge trees of one to
-// three levels; NaN, ties and signed zeros; bitwise determinism and batch invariance; capture in a CUDA graph; a
-// short workspace and malformed offsets (the other argument errors: tests/cpu/test_argument_checks.cpp).
+// three levels; NaN, ties and signed zeros; bitwise determinism and batch invariance; streamed rows against the
+// unit walk, bitwise; capture in a CUDA graph; a short workspace and malformed offsets (the other argument errors:
+// tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -207,14 +208,16 @@ TEMPLATE_TEST_CASE("segment_reduce is deterministic and batch-invariant", "[segm
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(403);
-  // Long rows (> 100k elements) so the multi-chunk path runs.
-  for (std::int64_t inner : {1, 64}) {
-    const std::int64_t length = inner == 1 ? 300007 : 5003;
+  // Long rows (> 100k elements) so the multi-chunk path runs, and one-chunk rows, which the kernel streams
+  // (stream_rows): embed_row starts the row at an odd token in one batch and an even one in the other, so the
+  // stream's lanes hold its token phases rotated differently.
+  const std::pair<std::int64_t, std::int64_t> cases[] = {{1, 300007}, {64, 5003}, {1, 257}, {1, 33}, {64, 77}};
+  for (const auto& [inner, length] : cases) {
     const std::vector<T> row = test::random_values<T>(length * inner, rng);
     const auto e = embed_row<T, OffsetT>(row, length, inner, rng);
     const DeviceRagged<T, OffsetT> first(e.first), second(e.second);
     for (ReduceOp op : kAllOps) {
-      INFO("inner " << inner << ", op " << reduce_op_name(op));
+      INFO("inner " << inner << ", length " << length << ", op " << reduce_op_name(op));
       const bool with_arg = is_extreme(op);
       const ReduceOutput<T> run1 = device_reduce(first, op, with_arg, 0.0f);
       const ReduceOutput<T> run2 = device_reduce(first, op, with_arg, 0.0f);
@@ -225,6 +228,36 @@ TEMPLATE_TEST_CASE("segment_reduce is deterministic and batch-invariant", "[segm
                             slice(other.out, e.index_in_second * inner, inner));
       if (with_arg)
         REQUIRE(slice(run1.arg, e.index_in_first * inner, inner) == slice(other.arg, e.index_in_second * inner, inner));
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_reduce: streamed rows give the unit walk's bits", "[segment][gpu][determinism]",
+                   F32_I32, F16_I64, BF16_I32) {
+  // At narrow D where 32 vectors are whole tokens the kernel streams one-chunk rows (stream_rows) instead of
+  // walking them as units; its summation order is meant to be the unit walk's, so results must agree bitwise.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(419);
+  struct StreamDefault {
+    ~StreamDefault() { detail::set_segment_stream_enabled(true); }
+  } restore;
+  for (std::int64_t inner : {1, 2, 8, 64}) {
+    const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
+    REQUIRE(detail::streams_rows(detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec)));
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
+      const DeviceRagged<T, OffsetT> dev(test::random_ragged<T, OffsetT>(set.lengths, inner, rng));
+      for (ReduceOp op : kAllOps) {
+        INFO("op " << reduce_op_name(op));
+        const bool with_arg = is_extreme(op);
+        detail::set_segment_stream_enabled(true);
+        const ReduceOutput<T> streamed = device_reduce(dev, op, with_arg, -1.5f);
+        detail::set_segment_stream_enabled(false);
+        const ReduceOutput<T> walked = device_reduce(dev, op, with_arg, -1.5f);
+        REQUIRE_BITWISE_EQUAL(streamed.out, walked.out);
+        REQUIRE(streamed.arg == walked.arg);
+      }
     }
   }
 }
