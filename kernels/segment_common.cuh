@@ -206,9 +206,10 @@ __device__ __forceinline__ RowLocation locate_row(const SegmentLayout<OffsetT>& 
 template <typename OffsetT>
 __device__ __forceinline__ bool step_cursor(UnitCursor& c, std::int64_t u, std::int64_t RowWork::*field,
                                             const SegmentLayout<OffsetT>& L) {
-  return step_cursor(c, u, field, L.batch, L.geometry, [&](std::int64_t row, std::int64_t& begin, std::int64_t& length) {
+  auto range = [&](std::int64_t row, std::int64_t& begin, std::int64_t& length) {
     row_extent(L.offsets, row, L.nnz, begin, length);
-  });
+  };
+  return step_cursor(c, u, field, L.batch, L.geometry, range);
 }
 
 // The cursor at item u of a plan field, by a lookup (locate_row). Called by the whole warp.

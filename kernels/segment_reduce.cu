@@ -245,10 +245,10 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
       [&](std::int64_t col, const Acc& merged) { write_result(a, b, col, merged, length); });
 }
 
-// Lines a stream loads at once: 64 bytes per lane (2 KB per warp; at 3 blocks of 8 warps per SM, 48 KB in
-// flight per SM, where ~25 KB covers DRAM's latency at 3.35 TB/s and ~1 us). The stream's state (cursor, group
-// and row bounds) lives across the loads, so with kUnroll's 128 bytes the float kernels, held to 80 registers,
-// spilled 100-250 bytes.
+// Lines a stream loads at once: 64 bytes per lane (2 KB per warp; at the stream kernel's 2 blocks of 8 warps per
+// SM, 32 KB in flight per SM, where ~25 KB covers DRAM's latency at 3.35 TB/s and ~1 us). Half of kUnroll: the
+// stream's state (group and row bounds) lives across the loads, and with 128 bytes the float kernels, then held
+// to 80 registers, spilled 100-250 bytes. Not revisited at 2 blocks per SM, where 128 bytes might fit.
 template <typename T, int V>
 constexpr int kStreamLines = kUnroll<T, V> / 2;
 
@@ -302,10 +302,10 @@ __device__ __forceinline__ void finish_streamed_row(const SegmentReduceArgs<T, O
 // in lines of 32 vectors (`phases` tokens), U lines at a time, and a lane adds the vector it holds to the row
 // that owns it. Lane l = p * vcols + col always holds column col of the tokens = p (mod phases), so within a row
 // it meets exactly the tokens of reduce_unit's phase (p - begin) mod phases, in the same order, and the result is
-// bitwise reduce_unit's (finish_streamed_row). Why: at one unit per row a warp spent several hundred instructions and a memory round
-// trip per unit (cursor step, the unit's setup, its loads, then the merge) on rows of a few hundred bytes
-// (D = 1 with lengths around 256; D = 64 with rows of 1 to 4 tokens); a stream keeps U lines in flight across
-// rows and spends per row only the merge and the step to the next row. Returns with u past the rows it finished
+// bitwise reduce_unit's (finish_streamed_row). Why: at one unit per row a warp spent several hundred instructions
+// and a memory round trip per unit (cursor step, the unit's setup, its loads, then the merge) on rows of a few
+// hundred bytes (D = 1 with lengths around 256; D = 64 with rows of 1 to 4 tokens); a stream keeps U lines in
+// flight across rows and spends per row only the merge and the step to the next row. Returns with u past the rows it finished
 // and c at u's row when that row has several chunks (the unit path takes it), or with u == end. token_end: the
 // end of the share's last row; nothing past it is loaded.
 template <typename T, typename OffsetT, typename Acc, int V>

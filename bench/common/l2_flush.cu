@@ -41,7 +41,8 @@ L2Flush l2_flush_from_env() {
 cudaError_t read_to_evict(const void* buffer, std::size_t bytes, unsigned* sink, int max_blocks, cudaStream_t stream) {
   const std::size_t words = bytes / sizeof(uint4);
   if (words == 0) return cudaSuccess;
-  const std::size_t wanted = (words + kEvictThreads * kEvictLoadsPerThread - 1) / (kEvictThreads * kEvictLoadsPerThread);
+  const std::size_t per_block = static_cast<std::size_t>(kEvictThreads) * kEvictLoadsPerThread;
+  const std::size_t wanted = (words + per_block - 1) / per_block;
   const int blocks = static_cast<int>(std::min<std::size_t>(wanted, static_cast<std::size_t>(std::max(max_blocks, 1))));
   read_to_evict_kernel<<<blocks, kEvictThreads, 0, stream>>>(static_cast<const uint4*>(buffer),
                                                               static_cast<std::int64_t>(words), sink);
