@@ -252,6 +252,91 @@ __device__ __forceinline__ void for_each_unit(const SegmentLayout<OffsetT>& L, s
   });
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Streams of one-chunk rows (segment_reduce.cu stream_rows, segment_softmax.cu stream_softmax_rows): where 32
+// vectors are whole tokens (streams_rows), a warp reads its share's values in lines of 32 vectors, across row
+// boundaries, and moves from one row with units to the next by the helpers below.
+
+// A streamed row: its index and clamped range.
+struct StreamRow {
+  std::int64_t row;
+  std::int64_t begin;
+  std::int64_t length;
+};
+
+// A stream lane's place: lane = phase * vcols + vcol, with phases = 32 / vcols a power of two, 1 << shift.
+struct StreamLane {
+  int phase;
+  int vcol;
+  int shift;
+};
+
+__device__ __forceinline__ StreamLane stream_lane(const SegmentGeometry& g) {
+  const int vcols = static_cast<int>(g.vcols);
+  return StreamLane{lane_id() / vcols, lane_id() % vcols, __ffs(g.phases) - 1};
+}
+
+// A stream's start at the cursor's row: that row, and in `entry` the work of the rows before it (step_stream). The
+// cursor is cleared: step_stream rebuilds it on the way out, and until then its registers are the stream's (left
+// live, its nine 64-bit fields cost the 16-bit stream kernels 100-400 bytes of spills).
+__device__ __forceinline__ StreamRow begin_stream(UnitCursor& c, RowWork& entry) {
+  const StreamRow r{c.row, c.begin, c.length};
+  entry = c.before;
+  c = UnitCursor{};
+  return r;
+}
+
+// The first row after `after` with units (neither empty nor tiny), probed 32 rows per memory round trip (a lane
+// per row) where step_cursor reads a row at a time: in the power-law regime tiny rows lie between the streamed
+// ones. False if none lies within 128 rows (the caller looks it up). Called by the whole warp.
+template <typename OffsetT>
+__device__ __forceinline__ bool next_row_with_units(const SegmentLayout<OffsetT>& L, std::int64_t after,
+                                                    StreamRow& next) {
+  for (int probe = 0; probe < 4; ++probe) {
+    const std::int64_t row = after + 1 + probe * kWarpSize + lane_id();
+    std::int64_t begin = 0, length = 0;
+    if (row < L.batch) row_extent(L.offsets, row, L.nnz, begin, length);
+    const unsigned found = __ballot_sync(0xffffffffu, row < L.batch && !is_tiny(length, L.geometry));
+    if (found != 0) {
+      const int src = __ffs(found) - 1;
+      next = StreamRow{after + 1 + probe * kWarpSize + src, __shfl_sync(0xffffffffu, begin, src),
+                       __shfl_sync(0xffffffffu, length, src)};
+      return true;
+    }
+  }
+  return false;
+}
+
+// A stream's move past row r, which it has just finished (unit u, a row of one unit): to the next row with units,
+// r, when streams(r) says the stream takes it. Otherwise returns false, with u past r and either u == end (the
+// share is done) or the cursor c at u's row for the unit walk (walk_units). entry: c.before when the stream began;
+// the rows it finished have one unit each, no partials and no second-pass units.
+template <typename OffsetT, typename Streams>
+__device__ __forceinline__ bool step_stream(const SegmentLayout<OffsetT>& L, std::int64_t& u, UnitCursor& c,
+                                            std::int64_t end, const RowWork& entry, StreamRow& r, Streams streams) {
+  if (++u >= end) return false;
+  StreamRow next;
+  if (!next_row_with_units(L, r.row, next)) {  // far away: the walk looks it up
+    c = locate_cursor<true>(L, u, &RowWork::units);
+    return false;
+  }
+  r = next;
+  if (streams(r)) return true;
+  c.row = r.row;
+  c.before = RowWork{u, entry.partials, entry.second_units};
+  c.begin = r.begin;
+  c.length = r.length;
+  c.work = row_work(r.length, L.geometry);
+  return false;
+}
+
+// The end of the row that holds the last unit of a share [.., end): how far a stream may load.
+template <typename OffsetT>
+__device__ __forceinline__ std::int64_t share_token_end(const SegmentLayout<OffsetT>& L, std::int64_t end) {
+  const UnitCursor last = locate_cursor<true>(L, end - 1, &RowWork::units);
+  return last.begin + last.length;
+}
+
 // Tokens of a tiny row that the row pass loads ahead (TinyHead): the first kTinyHead tokens of its column 0.
 constexpr int kTinyHead = 4;
 

@@ -132,6 +132,11 @@ RAGGED_HOST_DEVICE RowWork row_work(std::int64_t length, const SegmentGeometry& 
 // `phases` whole tokens and a lane always holds the same vector column.
 RAGGED_HOST_DEVICE bool streams_rows(const SegmentGeometry& g) { return g.narrow && kWarpSize % g.vcols == 0; }
 
+// Whether segment_softmax may stream this geometry's short rows (segment_softmax.cu, stream_softmax_rows): as
+// streams_rows, with a unit of one register tile. A unit of several (sweeps) folds them one after the other,
+// rescaling its sum at each, where a stream's window takes the row's max over all its items first.
+RAGGED_HOST_DEVICE bool softmax_streams_rows(const SegmentGeometry& g) { return streams_rows(g) && g.sweeps == 1; }
+
 // Each warp of a unit kernel walks a contiguous share of the units, [warp_share_begin(n, warps, w),
 // warp_share_begin(n, warps, w + 1)): shares differ by at most one unit, as a grid-stride loop's would, but
 // consecutive units lie in the same row or a few rows apart, so one lookup (locate_row) serves the whole share

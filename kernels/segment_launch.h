@@ -21,9 +21,9 @@ constexpr int kReduceFloatsPerLane = 256;
 constexpr int kSoftmaxFloatsPerLane = 32;
 constexpr int kSoftmaxBackwardFloatsPerLane = 16;
 
-// Whether segment_reduce streams the one-chunk rows of geometries that allow it (streams_rows,
-// segment_geometry.h); on unless the process started with RAGGED_SEGMENT_STREAM=0. Not thread-safe to change:
-// tests set it to compare the stream with the unit walk.
+// Whether segment_reduce and segment_softmax stream the short rows of geometries that allow it (streams_rows,
+// softmax_streams_rows: segment_geometry.h); on unless the process started with RAGGED_SEGMENT_STREAM=0. Not
+// thread-safe to change: tests set it to compare the streams with the unit walk.
 bool segment_stream_enabled();
 void set_segment_stream_enabled(bool enabled);
 

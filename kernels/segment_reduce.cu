@@ -252,34 +252,6 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
 template <typename T, int V>
 constexpr int kStreamLines = kUnroll<T, V> / 2;
 
-// A streamed row: its index and clamped range (a one-chunk row: length <= chunk_tokens).
-struct StreamRow {
-  std::int64_t row;
-  std::int64_t begin;
-  std::int64_t length;
-};
-
-// The first row after `after` with units (neither empty nor tiny), probed 32 rows per memory round trip (a lane
-// per row) where step_cursor reads a row at a time: in the power-law regime tiny rows lie between the streamed
-// ones. False if none lies within 128 rows (the caller looks it up). Called by the whole warp.
-template <typename OffsetT>
-__device__ __forceinline__ bool next_row_with_units(const SegmentLayout<OffsetT>& L, std::int64_t after,
-                                                    StreamRow& next) {
-  for (int probe = 0; probe < 4; ++probe) {
-    const std::int64_t row = after + 1 + probe * kWarpSize + lane_id();
-    std::int64_t begin = 0, length = 0;
-    if (row < L.batch) row_extent(L.offsets, row, L.nnz, begin, length);
-    const unsigned found = __ballot_sync(0xffffffffu, row < L.batch && !is_tiny(length, L.geometry));
-    if (found != 0) {
-      const int src = __ffs(found) - 1;
-      next = StreamRow{after + 1 + probe * kWarpSize + src, __shfl_sync(0xffffffffu, begin, src),
-                       __shfl_sync(0xffffffffu, length, src)};
-      return true;
-    }
-  }
-  return false;
-}
-
 // Row r, finished as reduce_unit finishes a one-chunk row: the phases merge by merge_phases' tree and phase 0
 // writes; the accumulators are left empty for the next row. A stream's lane p * vcols + col holds the row's
 // phase (p - begin) mod phases, not phase p as in reduce_unit, but that changes nothing: phases is a power of two,
@@ -315,12 +287,10 @@ __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
   const SegmentGeometry& g = L.geometry;
   constexpr int U = kStreamLines<T, V>;
   const int lane = lane_id();
-  const int vcols = static_cast<int>(g.vcols);
-  const int phase = lane / vcols, vcol = lane % vcols;
-  const int shift = __ffs(g.phases) - 1;  // phases = 32 / vcols, a power of two
-  // A one-chunk row has one unit and no partials: the rows streamed move c.before.units only (to u).
-  const RowWork entry = c.before;
-  StreamRow r{c.row, c.begin, c.length};
+  const StreamLane place = stream_lane(g);
+  const int phase = place.phase, vcol = place.vcol, shift = place.shift;
+  RowWork entry;
+  StreamRow r = begin_stream(c, entry);
   Acc acc[V];
   std::int64_t line = r.begin >> shift;  // the group's first line
   while (true) {
@@ -363,21 +333,9 @@ __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
         break;
       }
       finish_streamed_row(a, acc, r, phase, vcol);
-      if (++u >= end) return;
-      StreamRow next;
-      if (!next_row_with_units(L, r.row, next)) {  // far away: the walk looks it up
-        c = locate_cursor<true>(L, u, &RowWork::units);
+      // A row of several chunks goes back to the unit walk.
+      if (!step_stream(L, u, c, end, entry, r, [&](const StreamRow& s) { return s.length <= g.chunk_tokens; }))
         return;
-      }
-      r = next;
-      if (r.length > g.chunk_tokens) {  // several chunks: back to the unit walk, with the cursor at u's row
-        c.row = r.row;
-        c.before = RowWork{u, entry.partials, entry.second_units};
-        c.begin = r.begin;
-        c.length = r.length;
-        c.work = row_work(r.length, g);
-        return;
-      }
       if (r.begin < first_token || r.begin >= group_end) {
         // The next row starts past this group (rows without units between), or, with malformed offsets only,
         // before it: load from its first line.
@@ -386,13 +344,6 @@ __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
       }
     }
   }
-}
-
-// The end of the row that holds the last unit of a share [.., end): how far a stream may load.
-template <typename OffsetT>
-__device__ __forceinline__ std::int64_t share_token_end(const SegmentLayout<OffsetT>& L, std::int64_t end) {
-  const UnitCursor last = locate_cursor<true>(L, end - 1, &RowWork::units);
-  return last.begin + last.length;
 }
 
 // Blocks per SM the unit kernel is held to (__launch_bounds__): what ptxas reached before the units were walked
@@ -552,7 +503,7 @@ Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStrea
 }  // namespace
 
 // RAGGED_SEGMENT_STREAM=0 in the environment starts a process with streaming off (every row through the unit
-// walk), to compare the two on a GPU.
+// walk, in segment_reduce and segment_softmax), to compare the two on a GPU.
 namespace {
 bool& segment_stream_setting() {
   static bool enabled = [] {

@@ -8,8 +8,10 @@
 // same kernel by the row's merge tree (per column tile; the warp that completes a node's children merges them
 // in chunk order: segment_geometry.h). Up to local_finish_chunks chunks, the warp that merges the root then
 // re-reads the chunks to write them while they are still in L2. Longer rows: a second-pass kernel re-reads the
-// row to write it (the plan counts those rows' units apart, so it visits no other row). Three launches, or six
-// for more than 131072 rows (the plan's memset and CUB scan).
+// row to write it (the plan counts those rows' units apart, so it visits no other row). Where 32 vectors are whole
+// tokens, rows short enough are streamed instead: windows of lines across row boundaries, several rows finished
+// from one load (stream_softmax_rows). Three launches, or six for more than 131072 rows (the plan's memset and
+// CUB scan).
 #include <cmath>
 
 #include "launch.cuh"
@@ -32,9 +34,11 @@ __device__ __forceinline__ float rescale(float m, float reference) { return m ==
 struct ForwardStat {
   float m = -INFINITY;
   float s = 0.0f;
+  // Commutes bitwise (merge_phases and the stream rely on it): both products are rounded before the add, which
+  // a contraction into an FMA would not do for one of them, so that merge(a, b) and merge(b, a) would differ.
   __device__ void merge(const ForwardStat& o) {
     const float top = nan_max(m, o.m);
-    s = s * rescale(m, top) + o.s * rescale(o.m, top);
+    s = __fmul_rn(s, rescale(m, top)) + __fmul_rn(o.s, rescale(o.m, top));
     m = top;
   }
   __device__ ForwardStat shfl(int src) const {
@@ -58,24 +62,27 @@ struct SoftmaxForward {
   static constexpr float kPadX = -INFINITY;
   static constexpr float kPadDy = 0.0f;
 
-  // Folds a register tile into st: the new max first, then the running sum rescaled to it plus the tile's
-  // exponentials (from the empty statistic this is exactly max, then sum of exp(x - max)). The max skips NaN
-  // (fmaxf, no branch per item); a NaN item makes the sum NaN instead, which every later merge keeps and which
-  // turns the whole column's output into NaN, as a NaN max would.
-  template <int N, int V>
-  __device__ static void accumulate(Stat& st, const float (&x)[N][V], const float (&)[N][V], int v) {
+  // Folds items 0 .. N - 1 (x(i), those with counts(i)) into st: the new max first, then the running sum
+  // rescaled to it plus the items' exponentials (from the empty statistic this is exactly max, then sum of
+  // exp(x - max)). The max skips NaN (fmaxf, no branch per item); a NaN item makes the sum NaN instead, which
+  // every later merge keeps and which turns the whole column's output into NaN, as a NaN max would. A unit's
+  // tile counts every item (its pads add +0); a stream's window only the row's, which gives the same bits.
+  template <int N, typename X, typename Dy, typename Counts>
+  __device__ static void accumulate(Stat& st, X x, Dy, Counts counts, bool) {
     float top = st.m;
 #pragma unroll
-    for (int i = 0; i < N; ++i) top = fmaxf(top, x[i][v]);
+    for (int i = 0; i < N; ++i)
+      if (counts(i)) top = fmaxf(top, x(i));
     if (top == -INFINITY) {  // nothing but -inf so far, or NaN: the sum stays 0 unless a NaN came
 #pragma unroll
       for (int i = 0; i < N; ++i)
-        if (isnan(x[i][v])) st.s = NAN;
+        if (counts(i) && isnan(x(i))) st.s = NAN;
       return;
     }
     float sum = st.s * rescale(st.m, top);
 #pragma unroll
-    for (int i = 0; i < N; ++i) sum += expf(x[i][v] - top);
+    for (int i = 0; i < N; ++i)
+      if (counts(i)) sum += expf(x(i) - top);
     st = Stat{top, sum};
   }
   // Per column, once: log(sum) for log-softmax, 1 / sum for softmax (a multiply per element, not a division).
@@ -106,27 +113,31 @@ struct SoftmaxBackward {
   static constexpr float kPadX = 0.0f;   // past the row's end: adds +0 to the sum either way
   static constexpr float kPadDy = 0.0f;
 
-  template <int N, int V>
-  __device__ static void accumulate(Stat& st, const float (&y)[N][V], const float (&dy)[N][V], int v, bool log) {
+  // As SoftmaxForward::accumulate: items 0 .. N - 1 with counts(i), in order. The fused multiply-adds are
+  // written out: left to contraction, whether one forms may differ between the unit's and the stream's inlined
+  // copies (the stream's per-item condition), and so would their bits.
+  template <int N, typename Y, typename Dy, typename Counts>
+  __device__ static void accumulate(Stat& st, Y y, Dy dy, Counts counts, bool log) {
 #pragma unroll
-    for (int i = 0; i < N; ++i) st.sum += log ? dy[i][v] : dy[i][v] * y[i][v];
+    for (int i = 0; i < N; ++i)
+      if (counts(i)) st.sum = log ? st.sum + dy(i) : fmaf(dy(i), y(i), st.sum);
   }
   using Scale = Stat;
   __device__ static Scale prepare(const Stat& st, bool) { return st; }
   template <bool kLog>
   __device__ static float apply(const Scale& st, float y, float dy) {
-    return kLog ? dy - expf(y) * st.sum : y * (dy - st.sum);
+    return kLog ? fmaf(-expf(y), st.sum, dy) : y * (dy - st.sum);
   }
   __device__ static void store(const Stat& st, float* a, float*, std::int64_t at) { a[at] = st.sum; }
   __device__ static Stat load(const float* a, const float*, std::int64_t at) { return Stat{__ldcg(a + at)}; }
 };
 
-// Uniform calls over the two ops (the forward statistic ignores `log`).
+// Folds column v of a register tile, every item, into st.
 template <typename Op, int N, int V>
 __device__ __forceinline__ void accumulate_tile(typename Op::Stat& st, const float (&x)[N][V],
                                                 const float (&dy)[N][V], int v, bool log) {
-  if constexpr (Op::kBackward) Op::template accumulate<N, V>(st, x, dy, v, log);
-  else Op::template accumulate<N, V>(st, x, dy, v);
+  Op::template accumulate<N>(
+      st, [&](int i) { return x[i][v]; }, [&](int i) { return dy[i][v]; }, [](int) { return true; }, log);
 }
 
 // A tiny row, by one lane: per column, the statistic (folded 4 tokens at a time, as a unit folds its register
@@ -312,6 +323,107 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
   return false;
 }
 
+// Lines of 32 vectors a stream holds at once: the unit's register tile (kFloatsPerLane / V vectors per lane),
+// held raw. A row fits a window when its tokens lie on at most that many lines from its first line (a one-chunk
+// row does unless it is nearly chunk_tokens long and starts off a line boundary).
+template <typename Op, int V>
+constexpr int kWindowLines = Op::kFloatsPerLane / V;
+
+template <typename Op, int V>
+__device__ __forceinline__ bool fits_window(std::int64_t begin, std::int64_t length, int shift) {
+  return ((begin + length - 1) >> shift) - (begin >> shift) < kWindowLines<Op, V>;
+}
+
+// Row r, which lies on lines k0 .. k1 - 1 of a stream's window (x, dy: this lane's vectors of the window's lines,
+// at element offsets base + k * 32 V; token: the token of this lane's vector on line 0), finished from registers
+// as normalize_unit finishes a one-chunk row: the statistic of this lane's tokens of the row, merge_phases'
+// tree, then the writes. The lane meets the tokens of normalize_unit's phase (token - begin) mod phases in the
+// same order; its phases are rotated by the row's start, which the tree does not see (a rotation maps each of its
+// levels of power-of-two pairs onto itself, and a merge of two statistics commutes bitwise), so the bits are
+// normalize_unit's.
+template <typename Op, typename T, typename OffsetT, int V, bool kLog, int U>
+__device__ __forceinline__ void normalize_window_row(const SegmentSoftmaxArgs<T, OffsetT>& a, const Vec<T, V> (&x)[U],
+                                                     const Vec<T, V> (&dy)[U], const StreamRow& r,
+                                                     std::int64_t first_token, std::int64_t token, std::int64_t base,
+                                                     int shift, int phase, int vcol) {
+  const SegmentGeometry& g = a.layout.geometry;
+  const int k0 = static_cast<int>((r.begin - first_token) >> shift);
+  const int k1 = static_cast<int>((r.begin + r.length - first_token + g.phases - 1) >> shift);
+  // This lane's token index in the row at line k (a window spans at most chunk_tokens: 32 bits).
+  const int at0 = static_cast<int>(token - r.begin);
+  const unsigned length = static_cast<unsigned>(r.length);
+  auto counts = [&](int k) { return k >= k0 && k < k1 && static_cast<unsigned>(at0 + k * g.phases) < length; };
+  typename Op::Stat st[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    Op::template accumulate<U>(
+        st[v], [&](int k) { return to_float(x[k].v[v]); }, [&](int k) { return to_float(dy[k].v[v]); }, counts,
+        kLog);
+  }
+  merge_phases(st, g, LaneSlot{vcol, phase, true});
+  typename Op::Scale scale[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) scale[v] = Op::prepare(st[v].shfl(vcol), kLog);
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    if (!counts(k)) continue;
+    float y[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      y[v] = Op::template apply<kLog>(scale[v], to_float(x[k].v[v]), Op::kBackward ? to_float(dy[k].v[v]) : 0.0f);
+    store_floats<T, V>(a.out + base + k * kWarpSize * V, y);
+  }
+}
+
+// The rows that fit a window (fits_window) of this warp's share from unit u on (c at u's row), streamed: a window
+// is the U lines of 32 vectors from a row's first line, loaded at once (its x, and dy backward); every row that
+// lies inside it is finished from registers (normalize_window_row), then the next window starts at the first row
+// that does not. Why: rows of a few hundred bytes to a few KB (D = 64 with 1 to 4 tokens, D = 1 with lengths
+// around 256) are one unit each in the walk, whose per-unit cost (the cursor step, the setup with its 64-bit
+// divisions, a round trip for the loads, exponentials of the whole tile's padding) exceeded the row's data; a
+// window serves several such rows with one round trip and computes only their items. Returns with u past the
+// rows it finished and c at u's row when that row does not fit a window (the unit walk takes it), or with
+// u == end. token_end: the end of the share's last row; nothing past it is loaded.
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+__device__ void stream_softmax_rows(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t& u, UnitCursor& c,
+                                    std::int64_t end, std::int64_t token_end) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  constexpr int U = kWindowLines<Op, V>;
+  const int lane = lane_id();
+  const StreamLane place = stream_lane(g);
+  const int phase = place.phase, vcol = place.vcol, shift = place.shift;
+  RowWork entry;
+  StreamRow r = begin_stream(c, entry);
+  while (true) {
+    // Line k of the window holds tokens first_token + k * phases .. + phases - 1; this lane's vector of it lies
+    // at element base + k * 32 V.
+    const std::int64_t line = r.begin >> shift;
+    const std::int64_t first_token = line << shift;
+    const std::int64_t window_end = first_token + (static_cast<std::int64_t>(U) << shift);
+    const std::int64_t token = first_token + phase;
+    const std::int64_t base = (line * kWarpSize + lane) * V;
+    Vec<T, V> x[U], dy[U];  // dy: backward only
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      const bool load = token + k * g.phases < token_end;
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[k].v[v] = dy[k].v[v] = from_float<T>(0.0f);
+      if (load) {
+        x[k] = *reinterpret_cast<const Vec<T, V>*>(a.x + base + k * kWarpSize * V);
+        if constexpr (Op::kBackward) dy[k] = *reinterpret_cast<const Vec<T, V>*>(a.dy + base + k * kWarpSize * V);
+      }
+    }
+    do {
+      normalize_window_row<Op, T, OffsetT, V, kLog>(a, x, dy, r, first_token, token, base, shift, phase, vcol);
+      if (!step_stream(L, u, c, end, entry, r,
+                       [&](const StreamRow& s) { return fits_window<Op, V>(s.begin, s.length, shift); }))
+        return;
+      // Malformed offsets only can place the next row before this one.
+    } while (r.begin >= first_token && r.begin + r.length <= window_end);
+  }
+}
+
 template <typename Op, typename T, typename OffsetT>
 __global__ void __launch_bounds__(kThreads)
     segment_softmax_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
@@ -325,21 +437,30 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Capped at 128 registers (2 blocks of 256 per SM): without the cap ptxas gives the forward kernel with scalar
-// loads ~160 (one block per SM); with it no first-pass kernel spills (sm_90: 96-128 registers).
-template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+// loads ~160 (one block per SM); with it no first-pass kernel spills (sm_90: 96-128 registers). kStream: the
+// geometry streams the rows that fit a window (softmax_streams_rows), a separate kernel so that the others keep
+// their registers.
+template <typename Op, typename T, typename OffsetT, int V, bool kLog, bool kStream>
 __global__ void __launch_bounds__(kThreads, 2)
     segment_softmax_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   const SegmentLayout<OffsetT>& L = a.layout;
   stage_plan(L);
   const std::int64_t tiles = L.geometry.tiles;
-  // Each warp walks a contiguous share of the units with a cursor (for_each_unit), as the reductions do: a
+  std::int64_t token_end = -1;  // found when the share first streams
+  // Each warp walks a contiguous share of the units with a cursor (walk_units), as the reductions do: a
   // lookup per unit (a plan search and a scan of up to 128 rows' offsets) cost ~1900 instructions per unit at
   // D = 64 on rows of 0..4 tokens (first H100 run: 201 M instructions, 314 us for 64 MiB). A warp that merges the
   // root of a locally finished (row, tile) writes that tile's chunks before its next unit; they are at most
   // kLocalFinishChunks units read just before, by this warp or the next ones, so still in L2. One
   // normalize_unit call site for both passes keeps the kernel at one inlined copy of it (registers).
-  for_each_unit<true>(L, &RowWork::units, [&](std::int64_t u, const UnitCursor& at) {
+  walk_units<true>(L, &RowWork::units, [&](std::int64_t& u, UnitCursor& at, std::int64_t end) {
+    if (kStream && fits_window<Op, V>(at.begin, at.length, __ffs(L.geometry.phases) - 1)) {
+      if (token_end < 0) token_end = share_token_end(L, end);
+      stream_softmax_rows<Op, T, OffsetT, V, kLog>(a, u, at, end, token_end);
+      return;
+    }
     std::int64_t local = u - at.before.units, tile = 0, chunk = 0, chunks = 0;
+    ++u;
     Pass pass = Pass::kFirst;
     while (true) {
       const bool root = normalize_unit<Op, T, OffsetT, V, kLog>(a, at.row, local, at.before.partials, pass);
@@ -383,8 +504,11 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stre
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
   unsigned blocks = 0;
   const std::size_t shared = first_pass_shared_bytes(L.batch);
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_kernel<Op, T, OffsetT, V, kLog>, units, blocks, shared));
-  segment_softmax_kernel<Op, T, OffsetT, V, kLog><<<blocks, kThreads, shared, stream>>>(a);
+  const auto kernel = softmax_streams_rows(g) && segment_stream_enabled()
+                          ? &segment_softmax_kernel<Op, T, OffsetT, V, kLog, true>
+                          : &segment_softmax_kernel<Op, T, OffsetT, V, kLog, false>;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(kernel, units, blocks, shared));
+  kernel<<<blocks, kThreads, shared, stream>>>(a);
   RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_kernel"));
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog>, units, blocks));
   segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog><<<blocks, kThreads, 0, stream>>>(a);

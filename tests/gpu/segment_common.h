@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../kernels/segment_launch.h"  // the stream switch
 #include "common/host_ragged.h"
 #include "common/test_util.h"
 #include "common/tolerance.h"
@@ -310,6 +311,11 @@ EmbeddedRow<T, OffsetT> embed_row(const std::vector<T>& row, std::int64_t length
   std::copy(row.begin(), row.end(), e.second.values.begin() + e.second.begin(e.index_in_second) * inner);
   return e;
 }
+
+// Turns the segment kernels' streams back on (their default) when a test that switched them ends, passed or not.
+struct RestoreStreaming {
+  ~RestoreStreaming() { detail::set_segment_stream_enabled(true); }
+};
 
 // The elements [first, first + count) of a host vector.
 template <typename T>

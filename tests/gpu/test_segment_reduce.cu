@@ -239,9 +239,7 @@ TEMPLATE_TEST_CASE("segment_reduce: streamed rows give the unit walk's bits", "[
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(419);
-  struct StreamDefault {
-    ~StreamDefault() { detail::set_segment_stream_enabled(true); }
-  } restore;
+  const RestoreStreaming restore;
   for (std::int64_t inner : {1, 2, 8, 64}) {
     const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
     REQUIRE(detail::streams_rows(detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec)));

@@ -1,7 +1,7 @@
 // segment_softmax / log-softmax and their backward passes on the device against the CPU reference: every T, both
 // offset types, D in {1, 3, 64, 1000}, every length regime plus power-law lengths and one row holding ~all of
 // 1M+ elements; NaN and masked (-inf) inputs; spare rows past offsets[batch] left untouched; bitwise determinism
-// and batch invariance; a short workspace and malformed offsets (the other argument errors:
+// and batch invariance; streamed rows against the unit walk; a short workspace and malformed offsets (the other argument errors:
 // tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
@@ -235,8 +235,13 @@ TEMPLATE_TEST_CASE("segment_softmax is deterministic and batch-invariant", "[seg
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(503);
-  for (std::int64_t inner : {1, 64}) {
-    const std::int64_t length = inner == 1 ? 300007 : 5003;  // > 100k elements: the multi-chunk path
+  // Rows of > 100k elements (the multi-chunk path) and one-chunk rows, which the kernel streams where they fit
+  // a window (stream_softmax_rows): embed_row starts the row at an odd token in one batch and an even one in the
+  // other, so the stream's lanes hold its phases rotated differently, and a row of 1020 tokens at D = 1 fits a
+  // window of 32 lines of 32 tokens in one batch and not in the other (the unit walk then takes it).
+  const std::pair<std::int64_t, std::int64_t> cases[] = {{1, 300007}, {64, 5003}, {1, 257}, {1, 33},
+                                                         {1, 1020}, {64, 7},      {64, 3}};
+  for (const auto& [inner, length] : cases) {
     const std::vector<T> row = test::random_values<T>(length * inner, rng);
     const std::vector<T> row_dy = test::random_values<T>(length * inner, rng);
     const auto e = embed_row<T, OffsetT>(row, length, inner, rng);
@@ -263,6 +268,42 @@ TEMPLATE_TEST_CASE("segment_softmax is deterministic and batch-invariant", "[seg
       REQUIRE_BITWISE_EQUAL(grad1, grad2);
       const std::vector<T> grad_other = device_softmax_backward(second, log, y_second, dy_second);
       REQUIRE_BITWISE_EQUAL(slice(grad1, at_first, count), slice(grad_other, at_second, count));
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_softmax: streamed rows give the unit walk's bits", "[segment][gpu][determinism]",
+                   F32_I32, F16_I64, BF16_I32) {
+  // At narrow D where 32 vectors are whole tokens the kernel streams the rows that fit a window of lines
+  // (stream_softmax_rows) instead of walking them as units; its order is meant to be the unit walk's, so forward
+  // and backward results must agree bitwise.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(509);
+  const RestoreStreaming restore;
+  for (std::int64_t inner : {1, 2, 8, 64}) {
+    const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
+    for (bool backward : {false, true}) {
+      const int floats = backward ? detail::kSoftmaxBackwardFloatsPerLane : detail::kSoftmaxFloatsPerLane;
+      REQUIRE(detail::softmax_streams_rows(detail::make_segment_geometry(
+          inner, vec, floats / vec, detail::kLocalFinishChunks, detail::softmax_min_chunk_tokens(backward, sizeof(T)))));
+    }
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
+      const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
+      const DeviceRagged<T, OffsetT> dev(host);
+      const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
+      for (bool log : {false, true}) {
+        INFO((log ? "log-softmax" : "softmax"));
+        detail::set_segment_stream_enabled(true);
+        const std::vector<T> streamed = device_softmax(dev, log);
+        const std::vector<T> grad_streamed = device_softmax_backward(dev, log, streamed, dy);
+        detail::set_segment_stream_enabled(false);
+        const std::vector<T> walked = device_softmax(dev, log);
+        const std::vector<T> grad_walked = device_softmax_backward(dev, log, streamed, dy);
+        REQUIRE_BITWISE_EQUAL(streamed, walked);
+        REQUIRE_BITWISE_EQUAL(grad_streamed, grad_walked);
+      }
     }
   }
 }
