@@ -248,7 +248,9 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
 // Lines a stream loads at once: 64 bytes per lane (2 KB per warp; at the stream kernel's 2 blocks of 8 warps per
 // SM, 32 KB in flight per SM, where ~25 KB covers DRAM's latency at 3.35 TB/s and ~1 us). Half of kUnroll: the
 // stream's state (group and row bounds) lives across the loads, and with 128 bytes the float kernels, then held
-// to 80 registers, spilled 100-250 bytes. Not revisited at 2 blocks per SM, where 128 bytes might fit.
+// to 80 registers, spilled 100-250 bytes. At 2 blocks per SM 128 bytes fit (ptxas, sm_90: 102-128 registers, no
+// spills except bfloat16 max / min at V = 8, 308 bytes of spill loads), but every row a group holds scans all
+// of the group's lines (the window loop below), so at D = 1 a row's cost would double with them: a GPU A/B.
 template <typename T, int V>
 constexpr int kStreamLines = kUnroll<T, V> / 2;
 
