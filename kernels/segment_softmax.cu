@@ -330,7 +330,8 @@ template <typename Op, int V>
 constexpr int kWindowLines = Op::kFloatsPerLane / V;
 
 template <typename Op, int V>
-__device__ __forceinline__ bool fits_window(std::int64_t begin, std::int64_t length, int shift) {
+__device__ __forceinline__ bool fits_window(const SegmentGeometry& g, std::int64_t begin, std::int64_t length) {
+  const int shift = __ffs(g.phases) - 1;  // a line is phases = 1 << shift tokens
   return ((begin + length - 1) >> shift) - (begin >> shift) < kWindowLines<Op, V>;
 }
 
@@ -417,7 +418,7 @@ __device__ void stream_softmax_rows(const SegmentSoftmaxArgs<T, OffsetT>& a, std
     do {
       normalize_window_row<Op, T, OffsetT, V, kLog>(a, x, dy, r, first_token, token, base, shift, phase, vcol);
       if (!step_stream(L, u, c, end, entry, r,
-                       [&](const StreamRow& s) { return fits_window<Op, V>(s.begin, s.length, shift); }))
+                       [&](const StreamRow& s) { return fits_window<Op, V>(g, s.begin, s.length); }))
         return;
       // Malformed offsets only can place the next row before this one.
     } while (r.begin >= first_token && r.begin + r.length <= window_end);
@@ -454,7 +455,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   // kLocalFinishChunks units read just before, by this warp or the next ones, so still in L2. One
   // normalize_unit call site for both passes keeps the kernel at one inlined copy of it (registers).
   walk_units<true>(L, &RowWork::units, [&](std::int64_t& u, UnitCursor& at, std::int64_t end) {
-    if (kStream && fits_window<Op, V>(at.begin, at.length, __ffs(L.geometry.phases) - 1)) {
+    if (kStream && fits_window<Op, V>(L.geometry, at.begin, at.length)) {
       if (token_end < 0) token_end = share_token_end(L, end);
       stream_softmax_rows<Op, T, OffsetT, V, kLog>(a, u, at, end, token_end);
       return;

@@ -1,8 +1,8 @@
 // segment_softmax / log-softmax and their backward passes on the device against the CPU reference: every T, both
 // offset types, D in {1, 3, 64, 1000}, every length regime plus power-law lengths and one row holding ~all of
 // 1M+ elements; NaN and masked (-inf) inputs; spare rows past offsets[batch] left untouched; bitwise determinism
-// and batch invariance; streamed rows against the unit walk; a short workspace and malformed offsets (the other argument errors:
-// tests/cpu/test_argument_checks.cpp).
+// and batch invariance; streamed rows against the unit walk, bitwise; a short workspace and malformed offsets (the
+// other argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
 #include <cstring>
