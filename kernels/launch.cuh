@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "ragged/status.h"
@@ -75,6 +76,89 @@ inline Status resident_grid_size(Kernel kernel, int threads, std::int64_t work_i
   Status s = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, shared_bytes, per_sm);
   if (s != Status::kSuccess) return s;
   return grid_size(work_items, items_per_block, per_sm, blocks);
+}
+
+// The most dynamic shared memory `kernel` may use on the current device: its opt-in size minus static shared.
+inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max) {
+  int device = 0, optin = 0;
+  Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  if (s != Status::kSuccess) return s;
+  s = from_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
+  if (s != Status::kSuccess) return s;
+  cudaFuncAttributes attributes{};
+  s = from_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
+  if (s != Status::kSuccess) return s;
+  dynamic_max = static_cast<std::size_t>(optin) - attributes.sharedSizeBytes;
+  return Status::kSuccess;
+}
+
+// Lets the kernel use `bytes` of dynamic shared memory, where `dynamic_max` is dynamic_shared_max's answer for
+// it; kUnsupportedShape when the device allows less. The limit is always set to the device's whole opt-in size,
+// never to `bytes`: a limit that followed each call's shape could be lowered by one host thread (or a smaller
+// call) between another's set and its launch.
+inline Status set_shared_limit(const void* kernel, std::size_t bytes, std::size_t dynamic_max, const char* name) {
+  if (bytes > dynamic_max)
+    return fail(Status::kUnsupportedShape, std::string(name) + " needs " + std::to_string(bytes) +
+                                               " bytes of shared memory, the device allows " +
+                                               std::to_string(dynamic_max));
+  return from_cuda(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dynamic_max)),
+      "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+}
+
+// The same, asking the device for `dynamic_max`.
+inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char* name) {
+  std::size_t dynamic_max = 0;
+  const Status s = dynamic_shared_max(kernel, dynamic_max);
+  if (s != Status::kSuccess) return s;
+  return set_shared_limit(kernel, bytes, dynamic_max, name);
+}
+
+// Dynamic shared memory per block with which `blocks_per_sm` blocks of `kernel` fit on one SM of the current
+// device: the SM's shared memory split evenly, less each block's reserved and static shared memory, and at most
+// what the kernel may use (dynamic_shared_max), rounded down to 128 bytes; 0 when that leaves nothing. Where it
+// is more than 0 the kernel's limit is raised (set_shared_limit). Cached per kernel, count and device: a launch
+// pays for the queries once.
+inline Status shared_bytes_for_residency(const void* kernel, int blocks_per_sm, std::size_t& bytes) {
+  int device = 0;
+  Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  if (s != Status::kSuccess) return s;
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int>, std::size_t> cache;
+  const auto key = std::make_tuple(kernel, blocks_per_sm, device);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto hit = cache.find(key);
+    if (hit != cache.end()) {
+      bytes = hit->second;
+      return Status::kSuccess;
+    }
+  }
+  int per_sm = 0, reserved = 0;
+  s = from_cuda(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device),
+                "cudaDeviceGetAttribute(MaxSharedMemoryPerMultiprocessor)");
+  if (s != Status::kSuccess) return s;
+  s = from_cuda(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device),
+                "cudaDeviceGetAttribute(ReservedSharedMemoryPerBlock)");
+  if (s != Status::kSuccess) return s;
+  cudaFuncAttributes attributes{};
+  s = from_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
+  if (s != Status::kSuccess) return s;
+  std::size_t dynamic_max = 0;
+  s = dynamic_shared_max(kernel, dynamic_max);
+  if (s != Status::kSuccess) return s;
+  const std::int64_t share = static_cast<std::int64_t>(per_sm) / std::max(1, blocks_per_sm) - reserved -
+                             static_cast<std::int64_t>(attributes.sharedSizeBytes);
+  const std::int64_t fitting = std::min<std::int64_t>(share, static_cast<std::int64_t>(dynamic_max)) / 128 * 128;
+  bytes = fitting > 0 ? static_cast<std::size_t>(fitting) : 0;
+  if (bytes > 0) {
+    s = set_shared_limit(kernel, bytes, dynamic_max, "shared_bytes_for_residency");
+    if (s != Status::kSuccess) return s;
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[key] = bytes;
+  return Status::kSuccess;
 }
 
 // The error of the launch just made (configuration errors; asynchronous faults surface later).

@@ -22,6 +22,7 @@
 
 #include "async_copy.cuh"
 #include "element_convert.cuh"
+#include "launch.cuh"
 #include "mma_sync.cuh"
 #include "ragged/status.h"
 #include "rnn_geometry.h"
@@ -64,42 +65,6 @@ void fill_vector_flags(KernelParams<T>& p) {
   }
 }
 
-// The most dynamic shared memory `kernel` may use on the current device: its opt-in size minus static shared.
-inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max) {
-  int device = 0, optin = 0;
-  Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  if (s != Status::kSuccess) return s;
-  s = from_cuda(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-                "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
-  if (s != Status::kSuccess) return s;
-  cudaFuncAttributes attributes{};
-  s = from_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
-  if (s != Status::kSuccess) return s;
-  dynamic_max = static_cast<std::size_t>(optin) - attributes.sharedSizeBytes;
-  return Status::kSuccess;
-}
-
-// Lets the kernel use `bytes` of dynamic shared memory, where `dynamic_max` is dynamic_shared_max's answer for
-// it; kUnsupportedShape when the device allows less. The limit is always set to the device's whole opt-in size,
-// never to `bytes`: a limit that followed each call's shape could be lowered by one host thread (or a smaller
-// call) between another's set and its launch.
-inline Status set_shared_limit(const void* kernel, std::size_t bytes, std::size_t dynamic_max, const char* name) {
-  if (bytes > dynamic_max)
-    return fail(Status::kUnsupportedShape, std::string(name) + " needs " + std::to_string(bytes) +
-                                               " bytes of shared memory, the device allows " +
-                                               std::to_string(dynamic_max));
-  return from_cuda(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dynamic_max)),
-      "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-}
-
-// The same, asking the device for `dynamic_max`.
-inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char* name) {
-  std::size_t dynamic_max = 0;
-  const Status s = dynamic_shared_max(kernel, dynamic_max);
-  if (s != Status::kSuccess) return s;
-  return set_shared_limit(kernel, bytes, dynamic_max, name);
-}
 
 
 // Accurate (not __expf) so that float results stay within a few ulps of the double reference.

@@ -104,7 +104,7 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
     const RnnGemmGeometry projection = make_rnn_gemm_geometry(proj_units, hidden, sizeof(T));
     if (!rnn_gemm_fits_warps(gate) || (proj > 0 && !rnn_gemm_fits_warps(projection))) return Status::kSuccess;
     const RnnSharedLayout shared = make_rnn_shared_layout(gate, projection, proj > 0, true, sizeof(T));
-    s = rnn::set_shared_limit(kernel, shared.total, "rnn_persistent_kernel");
+    s = set_shared_limit(kernel, shared.total, "rnn_persistent_kernel");
     if (s == Status::kUnsupportedShape) return Status::kSuccess;  // past the device's limit, as every larger count
     if (s != Status::kSuccess) return s;
     int per_sm = 0;
@@ -136,7 +136,7 @@ Status launch_rnn_persistent(const RnnRecurrenceArgs<T>& args, const RnnPersiste
   p.shared = make_rnn_shared_layout(p.gate, p.proj, args.proj > 0, true, sizeof(T));
   rnn::fill_vector_flags(p);
   auto* kernel = &rnn::rnn_persistent_kernel<T>;
-  Status s = rnn::set_shared_limit(reinterpret_cast<const void*>(kernel), p.shared.total, "rnn_persistent_kernel");
+  Status s = set_shared_limit(reinterpret_cast<const void*>(kernel), p.shared.total, "rnn_persistent_kernel");
   if (s != Status::kSuccess) return s;
   void* kernel_args[] = {&p};
   const dim3 grid(static_cast<unsigned>(args.dirs * plan.slices));

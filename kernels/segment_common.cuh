@@ -53,6 +53,7 @@ __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) 
 
 // Threads per block of every segment kernel.
 constexpr int kSegmentThreads = 256;
+static_assert(kSegmentThreads == kBlockWarps * kWarpSize, "segment_geometry.h counts second-pass slots by block");
 
 __device__ __forceinline__ std::int64_t global_warp() {
   return (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;

@@ -29,6 +29,7 @@ namespace ragged {
 namespace detail {
 
 constexpr int kWarpSize = 32;
+constexpr int kBlockWarps = 8;  // warps per block of every segment kernel (kSegmentThreads / kWarpSize)
 
 struct SegmentGeometry {
   std::int64_t inner = 1;         // D
@@ -43,6 +44,10 @@ struct SegmentGeometry {
   // Softmax: a row of 2 to local_finish_chunks chunks is written in the first pass (finishes_locally), longer
   // ones by a second pass; 1 for the reductions, which have no second pass.
   std::int64_t local_finish_chunks = 1;
+  // Softmax: a longer row of at most this many tokens is a block row (is_block_row): one block of the second-pass
+  // kernel holds each of its column tiles in shared memory. Set by the launcher from the device's shared memory
+  // (0: none, as for the reductions).
+  std::int64_t block_tokens = 0;
 };
 
 // items_per_lane: how many vectors one lane holds per register tile (a tile is about 32 * items * V elements);
@@ -68,7 +73,10 @@ inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::i
 struct RowWork {
   std::int64_t units = 0;          // (chunk, tile) units of the main pass
   std::int64_t partials = 0;       // chunks that write partials (0 unless the row has several chunks)
-  std::int64_t second_units = 0;   // softmax second-pass units: the units of rows that do not finish locally
+  // Softmax second-pass slots, kBlockWarps per block of that kernel, every row's a multiple of them: a row that
+  // does not finish locally has a slot per unit (rounded up; the extra ones idle), a block row kBlockWarps per
+  // column tile (one block's warps).
+  std::int64_t second_units = 0;
 
   RAGGED_HOST_DEVICE RowWork operator+(const RowWork& o) const {
     return RowWork{units + o.units, partials + o.partials, second_units + o.second_units};
@@ -120,11 +128,35 @@ RAGGED_HOST_DEVICE bool is_tiny(std::int64_t length, const SegmentGeometry& g) {
   return length == 0 || length <= g.tiny_tokens;
 }
 
+// Softmax: a row too long to finish locally that one block can hold (per column tile) in shared memory. A block
+// of the second-pass kernel reads it once into shared memory, folding the statistic as it goes, and writes it
+// from there: one read and one write, where its chunks would take a first pass, a merge tree and a second read.
+RAGGED_HOST_DEVICE bool is_block_row(std::int64_t length, const SegmentGeometry& g) {
+  return length <= g.block_tokens && chunks_of(length, g) > g.local_finish_chunks;
+}
+
+// Second-pass slots of a row with `units` units in that pass: whole blocks' worth (RowWork::second_units).
+RAGGED_HOST_DEVICE std::int64_t second_pass_slots(std::int64_t units) {
+  return (units + kBlockWarps - 1) / kBlockWarps * kBlockWarps;
+}
+
+// Elements of one token of a block row that its block holds: the whole row's D at narrow D, one column tile (32
+// vectors, the last tile's unused columns included) at wide D.
+RAGGED_HOST_DEVICE std::int64_t block_row_pitch(const SegmentGeometry& g) { return g.narrow ? g.inner : kWarpSize * g.vec; }
+
+// The longest block row that `staging_bytes` of shared memory hold: its inputs (x; y and dy backward) per token.
+inline std::int64_t softmax_block_tokens(const SegmentGeometry& g, std::size_t elem_size, bool backward,
+                                         std::size_t staging_bytes) {
+  const std::int64_t token_bytes = block_row_pitch(g) * static_cast<std::int64_t>(elem_size) * (backward ? 2 : 1);
+  return static_cast<std::int64_t>(staging_bytes) / token_bytes;
+}
+
 RAGGED_HOST_DEVICE RowWork row_work(std::int64_t length, const SegmentGeometry& g) {
   if (is_tiny(length, g)) return RowWork{};
+  if (is_block_row(length, g)) return RowWork{0, 0, kBlockWarps * g.tiles};
   const std::int64_t chunks = chunks_of(length, g);
   const bool second_pass = chunks > 1 && !finishes_locally(chunks, g);  // read by softmax only
-  return RowWork{chunks * g.tiles, chunks > 1 ? chunks : 0, second_pass ? chunks * g.tiles : 0};
+  return RowWork{chunks * g.tiles, chunks > 1 ? chunks : 0, second_pass ? second_pass_slots(chunks * g.tiles) : 0};
 }
 
 // Whether segment_reduce may stream this geometry's one-chunk rows (segment_reduce.cu, stream_rows): narrow D

@@ -27,6 +27,21 @@ constexpr int kSoftmaxBackwardFloatsPerLane = 16;
 bool segment_stream_enabled();
 void set_segment_stream_enabled(bool enabled);
 
+// Whether segment_softmax holds its block rows in shared memory (is_block_row: segment_geometry.h); on unless
+// the process started with RAGGED_SEGMENT_BLOCK_ROWS=0 (those rows then take the chunks and the second pass).
+// Not thread-safe to change, as above.
+bool segment_block_rows_enabled();
+void set_segment_block_rows_enabled(bool enabled);
+
+// The softmax's geometry at vector width `vec`: its unit is one register tile of kSoftmax(Backward)FloatsPerLane
+// per lane, or several where that holds too few tokens (softmax_min_chunk_tokens). block_tokens stays 0: the
+// launcher sets it from the device (softmax_block_tokens below).
+inline SegmentGeometry make_softmax_geometry(std::int64_t inner, int vec, std::size_t elem_size, bool backward) {
+  const int floats = backward ? kSoftmaxBackwardFloatsPerLane : kSoftmaxFloatsPerLane;
+  return make_segment_geometry(inner, vec, floats / vec, kLocalFinishChunks,
+                               softmax_min_chunk_tokens(backward, elem_size));
+}
+
 // What every segment kernel reads: the ragged layout, its geometry and plan, and the partials scratch.
 template <typename OffsetT>
 struct SegmentLayout {
@@ -92,6 +107,12 @@ struct SegmentSoftmaxArgs {
 
 template <typename T, typename OffsetT>
 Status launch_segment_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t stream);
+
+// The geometry.block_tokens the launcher of segment_softmax (backward: segment_softmax_backward) gives geometry g
+// on the current device: rows longer than g.local_finish_chunks chunks and at most this long are block rows.
+// 0 when block rows are off (segment_block_rows_enabled) or the device's shared memory holds no token of them.
+template <typename T, typename OffsetT>
+Status segment_softmax_block_tokens(const SegmentGeometry& g, bool backward, bool log, std::int64_t& tokens);
 
 }  // namespace detail
 }  // namespace ragged

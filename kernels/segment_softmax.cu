@@ -8,11 +8,15 @@
 // same kernel by the row's merge tree (per column tile; the warp that completes a node's children merges them
 // in chunk order: segment_geometry.h). Up to local_finish_chunks chunks, the warp that merges the root then
 // re-reads the chunks to write them while they are still in L2. Longer rows: a second-pass kernel re-reads the
-// row to write it (the plan counts those rows' units apart, so it visits no other row). Where 32 vectors are whole
+// row to write it (the plan counts those rows' units apart, so it visits no other row), unless one block's shared
+// memory holds the row (per column tile): such a block row is read into it once, by one block of the second-pass
+// kernel, and written from there (normalize_block_row), and the first pass skips it. Where 32 vectors are whole
 // tokens, rows short enough are streamed instead: windows of lines across row boundaries, several rows finished
 // from one load (stream_softmax_rows). Three launches, or six for more than 131072 rows (the plan's memset and
 // CUB scan).
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "launch.cuh"
 #include "segment_common.cuh"
@@ -478,28 +482,171 @@ __global__ void __launch_bounds__(kThreads, 2)
   });
 }
 
+// Block rows (is_block_row): rows too long to finish locally whose column tiles one block holds in shared memory.
+// The block's threads take a (row, tile)'s tokens as the lanes of a unit would (lane_slot), warp w the token
+// passes w, w + 8, ...: a thread loads its items kFloatsPerLane / V vectors at a time, folds them into its
+// statistic as a unit folds a register tile, and parks them in shared memory (token t at t * pitch); the phases
+// merge within the warp (merge_phases), the warps in warp order (merge_block_warps); then each thread writes the
+// items it parked. One DRAM read and one write of the row, where its chunks would be read twice (first and second
+// pass), and a statistic whose order depends only on the row's length and the geometry.
+constexpr int kBlockRowBlocksPerSm = 2;  // one block loads while the other writes
+
+// Merges the warps' statistics of each column in warp order and hands every thread its column's result. On entry
+// the holders (narrow: the phase-0 lanes, after merge_phases; wide: the active lanes) hold their warp's. Called
+// by the whole block.
+template <typename Stat, int V>
+__device__ __forceinline__ void merge_block_warps(Stat (&st)[V], const SegmentGeometry& g, const LaneSlot& slot) {
+  static_assert(sizeof(Stat) <= sizeof(std::int64_t), "a statistic per scratch word");
+  __shared__ std::int64_t scratch_words[kBlockWarps * kWarpSize];
+  Stat* scratch = reinterpret_cast<Stat*>(scratch_words);
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize, lane = lane_id();
+  const bool holder = g.narrow ? slot.phase == 0 : slot.active;
+  const int column_lane = g.narrow ? static_cast<int>(slot.vcol) : lane;  // where the column's holder sits
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    __syncthreads();  // the previous column's readers are done with the scratch
+    if (holder) scratch[warp * kWarpSize + lane] = st[v];
+    __syncthreads();
+    if (warp == 0 && holder) {
+      Stat merged = scratch[lane];
+      for (int w = 1; w < kBlockWarps; ++w) merged.merge(scratch[w * kWarpSize + lane]);
+      scratch[lane] = merged;
+    }
+    __syncthreads();
+    st[v] = scratch[column_lane];
+  }
+}
+
+// Column tile `tile` of the block row [begin, begin + length), by the whole block, through `staged` (room for
+// length * block_row_pitch elements, twice backward: the launcher sized block_tokens to it).
 template <typename Op, typename T, typename OffsetT, int V, bool kLog>
-__global__ void __launch_bounds__(kThreads)
+__device__ void normalize_block_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t begin, std::int64_t length,
+                                    std::int64_t tile, T* staged) {
+  constexpr int N = Op::kFloatsPerLane / V;  // items per load batch: a unit's register tile
+  const SegmentGeometry& g = a.layout.geometry;
+  const std::int64_t D = g.inner;
+  const LaneSlot slot = lane_slot(g, tile);
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const std::int64_t pitch = block_row_pitch(g);
+  // Item k of this thread is token first + k * step: at element at0 + k * global_step of the values and
+  // staged0 + k * staged_step of the staging (ints: a block row fits in shared memory).
+  const std::int64_t first = slot.phase + static_cast<std::int64_t>(g.phases) * warp;
+  const std::int64_t step = static_cast<std::int64_t>(g.phases) * kBlockWarps;
+  const int items = slot.active && first < length ? static_cast<int>((length - first + step - 1) / step) : 0;
+  const std::int64_t at0 = (begin + first) * D + slot.vcol * V, global_step = step * D;
+  const int column = static_cast<int>(slot.vcol - (g.narrow ? 0 : tile * kWarpSize)) * V;
+  const int staged0 = static_cast<int>(first * pitch) + column, staged_step = static_cast<int>(step * pitch);
+  T* staged_dy = staged + length * pitch;  // backward: dy after y
+
+  typename Op::Stat st[V];
+#pragma unroll 1
+  for (int k0 = 0; k0 < items; k0 += N) {
+    float x[N][V];
+    float dy[N][V];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (k0 + i < items) {
+        const std::int64_t at = at0 + (k0 + i) * global_step;
+        load_floats<T, V>(a.x + at, x[i]);
+        if constexpr (Op::kBackward) load_floats<T, V>(a.dy + at, dy[i]);
+      } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          x[i][v] = Op::kPadX;
+          dy[i][v] = Op::kPadDy;
+        }
+      }
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v) accumulate_tile<Op, N, V>(st[v], x, dy, v, kLog);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (k0 + i >= items) continue;
+      const int at = staged0 + (k0 + i) * staged_step;
+      store_floats<T, V>(staged + at, x[i]);  // exact: the floats came from T
+      if constexpr (Op::kBackward) store_floats<T, V>(staged_dy + at, dy[i]);
+    }
+  }
+  if (g.narrow) merge_phases(st, g, slot);
+  merge_block_warps(st, g, slot);  // its barriers also order the staging's writes before the reads below
+
+  typename Op::Scale scale[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) scale[v] = Op::prepare(st[v], kLog);
+#pragma unroll 1
+  for (int k0 = 0; k0 < items; k0 += N) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (k0 + i >= items) continue;
+      const int at = staged0 + (k0 + i) * staged_step;
+      float x[V], dy[V], y[V];
+      load_floats<T, V>(staged + at, x);
+      if constexpr (Op::kBackward) load_floats<T, V>(staged_dy + at, dy);
+#pragma unroll
+      for (int v = 0; v < V; ++v) y[v] = Op::template apply<kLog>(scale[v], x[v], Op::kBackward ? dy[v] : 0.0f);
+      store_floats<T, V>(a.out + at0 + (k0 + i) * global_step, y);
+    }
+  }
+  __syncthreads();  // the staging is the block's next block row's
+}
+
+// The rows the first pass left, by slots (RowWork::second_units): the units of the rows that did not finish
+// locally, written from their merged statistics, and the block rows. A warp takes one slot at a time; the slots of
+// a block row's column tile are kBlockWarps consecutive ones, aligned, which the grid-stride loop gives to the
+// warps of one block in the same round, so that block takes the tile whole. Its dynamic shared memory stages the
+// block rows (kBlockRowBlocksPerSm blocks per SM).
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+__global__ void __launch_bounds__(kThreads, kBlockRowBlocksPerSm)
     segment_softmax_second_pass_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  extern __shared__ __align__(16) unsigned char block_staging[];
   const SegmentLayout<OffsetT>& L = a.layout;
-  const std::int64_t total = L.plan[row_groups(L.batch)].second_units;
-  // Last unit first: the first pass walked the units in order, so its last ones are what L2 still holds (up to
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t total = L.plan[row_groups(L.batch)].second_units;  // a multiple of kBlockWarps
+  // Last slot first: the first pass walked the units in order, so its last ones are what L2 still holds (up to
   // its size), and the start of this pass re-reads them from there. The order changes no result.
   for (std::int64_t i = global_warp(); i < total; i += total_warps()) {
     const std::int64_t u = total - 1 - i;
     const RowLocation at = locate_row<false>(L, u, &RowWork::second_units);
-    normalize_unit<Op, T, OffsetT, V, kLog>(a, at.row, u - at.before.second_units, at.before.partials,
-                                           Pass::kSecond);
+    const std::int64_t local = u - at.before.second_units;
+    std::int64_t begin = 0, length = 0;
+    row_extent(L.offsets, at.row, L.nnz, begin, length);
+    if (is_block_row(length, g)) {  // the same row for the block's every warp: its barriers are safe
+      normalize_block_row<Op, T, OffsetT, V, kLog>(a, begin, length, local / kBlockWarps,
+                                                   reinterpret_cast<T*>(block_staging));
+    } else if (local < chunks_of(length, g) * g.tiles) {  // not one of the row's idle slots
+      normalize_unit<Op, T, OffsetT, V, kLog>(a, at.row, local, at.before.partials, Pass::kSecond);
+    }
   }
 }
 
+// Shared memory of the second-pass kernel for its block rows, and the longest block row it holds (both 0 where
+// block rows are off or no token fits).
 template <typename Op, typename T, typename OffsetT, int V, bool kLog>
-Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stream) {
+Status block_row_staging(const SegmentGeometry& g, std::size_t& bytes, std::int64_t& tokens) {
+  bytes = 0;
+  tokens = 0;
+  if (!segment_block_rows_enabled()) return Status::kSuccess;
+  const auto kernel = &segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog>;
+  RAGGED_RETURN_IF_ERROR(
+      shared_bytes_for_residency(reinterpret_cast<const void*>(kernel), kBlockRowBlocksPerSm, bytes));
+  tokens = softmax_block_tokens(g, sizeof(T), Op::kBackward, bytes);
+  if (tokens == 0) bytes = 0;
+  return Status::kSuccess;
+}
+
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t stream) {
+  const SegmentGeometry& given = args.layout.geometry;
+  if (given.chunk_tokens != static_cast<std::int64_t>(given.phases) * (Op::kFloatsPerLane / V) * given.sweeps ||
+      (given.sweeps > 1 && !kMaySweep<Op, T, V>))
+    return fail(Status::kInvalidArgument, "segment_softmax: geometry does not match the kernel's register tile");
+  // The block rows' limit enters the geometry before the row pass plans with it.
+  SegmentSoftmaxArgs<T, OffsetT> a = args;
+  std::size_t staging = 0;
+  RAGGED_RETURN_IF_ERROR(
+      (block_row_staging<Op, T, OffsetT, V, kLog>(a.layout.geometry, staging, a.layout.geometry.block_tokens)));
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
-  if (g.chunk_tokens != static_cast<std::int64_t>(g.phases) * (Op::kFloatsPerLane / V) * g.sweeps ||
-      (g.sweeps > 1 && !kMaySweep<Op, T, V>))
-    return fail(Status::kInvalidArgument, "segment_softmax: geometry does not match the kernel's register tile");
   RAGGED_RETURN_IF_ERROR(
       build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L, "segment_softmax_rows_kernel", stream));
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
@@ -511,8 +658,9 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stre
   RAGGED_RETURN_IF_ERROR(persistent_grid(kernel, units, blocks, shared));
   kernel<<<blocks, kThreads, shared, stream>>>(a);
   RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_kernel"));
-  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog>, units, blocks));
-  segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog><<<blocks, kThreads, 0, stream>>>(a);
+  const auto second = &segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog>;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(second, units, blocks, staging));
+  second<<<blocks, kThreads, staging, stream>>>(a);
   return check_launch("segment_softmax_second_pass_kernel");
 }
 
@@ -528,7 +676,38 @@ Status launch_softmax_vec(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t 
               "segment_softmax: no kernel for vector width " + std::to_string(a.layout.geometry.vec));
 }
 
+template <typename Op, typename T, typename OffsetT>
+Status block_tokens_of(const SegmentGeometry& g, bool log, std::int64_t& tokens) {
+  constexpr int kVec = 16 / sizeof(T);
+  std::size_t bytes = 0;
+  if (g.vec == kVec)
+    return log ? block_row_staging<Op, T, OffsetT, kVec, true>(g, bytes, tokens)
+               : block_row_staging<Op, T, OffsetT, kVec, false>(g, bytes, tokens);
+  if (g.vec == 1)
+    return log ? block_row_staging<Op, T, OffsetT, 1, true>(g, bytes, tokens)
+               : block_row_staging<Op, T, OffsetT, 1, false>(g, bytes, tokens);
+  return fail(Status::kUnsupportedShape, "segment_softmax: no kernel for vector width " + std::to_string(g.vec));
+}
+
+// RAGGED_SEGMENT_BLOCK_ROWS=0 in the environment starts a process with block rows off, to compare on a GPU.
+bool& block_rows_setting() {
+  static bool enabled = [] {
+    const char* v = std::getenv("RAGGED_SEGMENT_BLOCK_ROWS");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return enabled;
+}
+
 }  // namespace
+
+bool segment_block_rows_enabled() { return block_rows_setting(); }
+void set_segment_block_rows_enabled(bool enabled) { block_rows_setting() = enabled; }
+
+template <typename T, typename OffsetT>
+Status segment_softmax_block_tokens(const SegmentGeometry& g, bool backward, bool log, std::int64_t& tokens) {
+  return backward ? block_tokens_of<SoftmaxBackward, T, OffsetT>(g, log, tokens)
+                  : block_tokens_of<SoftmaxForward, T, OffsetT>(g, log, tokens);
+}
 
 template <typename T, typename OffsetT>
 Status launch_segment_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t stream) {
@@ -536,14 +715,16 @@ Status launch_segment_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaSt
                        : launch_softmax_vec<SoftmaxForward>(args, stream);
 }
 
-template Status launch_segment_softmax<float, std::int32_t>(const SegmentSoftmaxArgs<float, std::int32_t>&, cudaStream_t);
-template Status launch_segment_softmax<float, std::int64_t>(const SegmentSoftmaxArgs<float, std::int64_t>&, cudaStream_t);
-template Status launch_segment_softmax<__half, std::int32_t>(const SegmentSoftmaxArgs<__half, std::int32_t>&, cudaStream_t);
-template Status launch_segment_softmax<__half, std::int64_t>(const SegmentSoftmaxArgs<__half, std::int64_t>&, cudaStream_t);
-template Status launch_segment_softmax<__nv_bfloat16, std::int32_t>(const SegmentSoftmaxArgs<__nv_bfloat16, std::int32_t>&,
-                                                                     cudaStream_t);
-template Status launch_segment_softmax<__nv_bfloat16, std::int64_t>(const SegmentSoftmaxArgs<__nv_bfloat16, std::int64_t>&,
-                                                                     cudaStream_t);
+#define RAGGED_INSTANTIATE_SEGMENT_SOFTMAX(T, O)                                                          \
+  template Status launch_segment_softmax<T, O>(const SegmentSoftmaxArgs<T, O>&, cudaStream_t);             \
+  template Status segment_softmax_block_tokens<T, O>(const SegmentGeometry&, bool, bool, std::int64_t&);
+
+RAGGED_INSTANTIATE_SEGMENT_SOFTMAX(float, std::int32_t)
+RAGGED_INSTANTIATE_SEGMENT_SOFTMAX(float, std::int64_t)
+RAGGED_INSTANTIATE_SEGMENT_SOFTMAX(__half, std::int32_t)
+RAGGED_INSTANTIATE_SEGMENT_SOFTMAX(__half, std::int64_t)
+RAGGED_INSTANTIATE_SEGMENT_SOFTMAX(__nv_bfloat16, std::int32_t)
+RAGGED_INSTANTIATE_SEGMENT_SOFTMAX(__nv_bfloat16, std::int64_t)
 
 }  // namespace detail
 }  // namespace ragged

@@ -54,6 +54,9 @@ cases=(
   "softmax_one_huge_d64;segment_gpu;segment_softmax/ragged/one_huge/inner:64/batch:16/mean:16384/manual_time;regex:segment_softmax;6;3"
   "sum_power_law_d64;segment_gpu;segment_sum/ragged/power_law/inner:64/batch:1024/mean:256/manual_time;regex:segment_;4;2"
   "softmax_power_law_d1;segment_gpu;segment_softmax/ragged/power_law/inner:1/batch:65536/mean:256/manual_time;regex:segment_softmax;6;3"
+  # Rows of 0..512 tokens at D = 64 (64 KB on average): block rows, each held in one block's shared memory by
+  # the second-pass kernel; compare with a RAGGED_SEGMENT_BLOCK_ROWS=0 profile (chunks, merge tree, second read).
+  "softmax_uniform_d64;segment_gpu;segment_softmax/ragged/uniform/inner:64/batch:1024/mean:256/manual_time;regex:segment_softmax;6;3"
   "softmax_bf16_d1024;segment_gpu;segment_softmax/ragged/uniform/inner:1024/batch:128/mean:256/dtype:bf16/manual_time;regex:segment_softmax;6;3"
   "lstm_bf16_b64_h1024;rnn_gpu;rnn_lstm/ragged/uniform/dtype:bf16/batch:64/hidden:1024/mean:128/manual_time;regex:rnn_persistent;1;1"
   "lstm_bf16_b16_h256;rnn_gpu;rnn_lstm/ragged/uniform/dtype:bf16/batch:16/hidden:256/mean:128/manual_time;regex:rnn_persistent;1;1"

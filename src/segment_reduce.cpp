@@ -130,11 +130,7 @@ Geometries softmax_geometry(std::int64_t inner, std::size_t elem_size, const voi
   if (vec > 1 && ((second != nullptr && detail::segment_vector_width(inner, elem_size, second) != vec) ||
                   (out != nullptr && detail::segment_vector_width(inner, elem_size, out) != vec)))
     vec = 1;
-  const int floats = backward ? detail::kSoftmaxBackwardFloatsPerLane : detail::kSoftmaxFloatsPerLane;
-  const std::int64_t min_tokens = detail::softmax_min_chunk_tokens(backward, elem_size);
-  auto make = [&](int v) {
-    return detail::make_segment_geometry(inner, v, floats / v, detail::kLocalFinishChunks, min_tokens);
-  };
+  auto make = [&](int v) { return detail::make_softmax_geometry(inner, v, elem_size, backward); };
   return {make(vec), make(other_vector_width(inner, elem_size, vec))};
 }
 

@@ -16,7 +16,9 @@
 using ragged::detail::chunks_of;
 using ragged::detail::climb_merge_tree;
 using ragged::detail::finishes_locally;
+using ragged::detail::is_block_row;
 using ragged::detail::is_tiny;
+using ragged::detail::kBlockWarps;
 using ragged::detail::kLocalFinishChunks;
 using ragged::detail::kMergeFanIn;
 using ragged::detail::kRowsPerGroup;
@@ -25,6 +27,7 @@ using ragged::detail::max_partial_chunks;
 using ragged::detail::row_groups;
 using ragged::detail::row_work;
 using ragged::detail::RowWork;
+using ragged::detail::second_pass_slots;
 using ragged::detail::SegmentGeometry;
 using ragged::detail::softmax_min_chunk_tokens;
 
@@ -42,6 +45,19 @@ std::vector<SegmentGeometry> all_geometries(std::int64_t inner) {
         gs.push_back(make_segment_geometry(inner, vec, (backward ? 16 : 32) / vec, kLocalFinishChunks,
                                            softmax_min_chunk_tokens(backward, elem_size)));
     }
+  }
+  return gs;
+}
+
+// The geometries, and each softmax one again with block rows of up to 20 chunks (the launcher sets block_tokens
+// from the device's shared memory).
+std::vector<SegmentGeometry> with_block_rows(std::vector<SegmentGeometry> gs) {
+  const std::size_t count = gs.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    if (gs[i].local_finish_chunks == 1) continue;  // a reduction
+    SegmentGeometry g = gs[i];
+    g.block_tokens = 20 * g.chunk_tokens;
+    gs.push_back(g);
   }
   return gs;
 }
@@ -86,14 +102,15 @@ TEST_CASE("segment geometry: lanes, phases and tiles cover D exactly once", "[se
 TEST_CASE("segment row work: what each row contributes to the plan", "[segment][geometry]") {
   auto rng = ragged::test::make_rng(311);
   for (std::int64_t inner : {1, 3, 64, 1000}) {
-    for (const SegmentGeometry& g : all_geometries(inner)) {
+    for (const SegmentGeometry& g : with_block_rows(all_geometries(inner))) {
       const std::vector<std::int64_t> lengths = random_lengths(rng, g.chunk_tokens);
       RowWork total;
       std::int64_t nnz = 0;
       for (const std::int64_t length : lengths) {
         INFO("D = " << inner << ", vec = " << g.vec << ", chunk_tokens = " << g.chunk_tokens << ", length = "
-                    << length);
+                    << length << ", block_tokens = " << g.block_tokens);
         const RowWork w = row_work(length, g);
+        REQUIRE(w.second_units % kBlockWarps == 0);  // whole blocks' worth of second-pass slots
         nnz += length;
         total = total + w;
         if (is_tiny(length, g)) {  // finished by the row pass: no work in the plan
@@ -103,6 +120,15 @@ TEST_CASE("segment row work: what each row contributes to the plan", "[segment][
           continue;
         }
         const std::int64_t chunks = chunks_of(length, g);
+        if (is_block_row(length, g)) {  // softmax: one block of the second pass per column tile, nothing else
+          REQUIRE(length <= g.block_tokens);
+          REQUIRE(chunks > g.local_finish_chunks);
+          REQUIRE(w.units == 0);
+          REQUIRE(w.partials == 0);
+          REQUIRE(w.second_units == kBlockWarps * g.tiles);
+          continue;
+        }
+        REQUIRE((length > g.block_tokens || chunks <= g.local_finish_chunks));
         REQUIRE(chunks >= 1);
         REQUIRE((chunks - 1) * g.chunk_tokens < length);
         REQUIRE(chunks * g.chunk_tokens >= length);
@@ -111,7 +137,8 @@ TEST_CASE("segment row work: what each row contributes to the plan", "[segment][
         // Softmax rows of several chunks are written either by the warp that merges their root (up to the
         // limit) or by the second pass; never both, never neither.
         const bool second_pass = chunks > 1 && !finishes_locally(chunks, g);
-        REQUIRE(w.second_units == (second_pass ? w.units : 0));
+        REQUIRE(w.second_units == (second_pass ? second_pass_slots(w.units) : 0));
+        REQUIRE(w.second_units - (second_pass ? w.units : 0) < kBlockWarps);  // idle slots: fewer than a block
         if (g.local_finish_chunks == 1) REQUIRE_FALSE(finishes_locally(chunks, g));  // reductions
       }
       // The workspace holds max_partial_chunks(nnz) partial slots; the kernels' slots must fit in it.

@@ -61,6 +61,7 @@ int env_int(const char* name, int fallback) {
 
 int sm_count() { return env_int("EMU_SMS", 132); }
 int shared_optin_bytes() { return env_int("EMU_SMEM_OPTIN", 232448); }
+int shared_per_sm_bytes() { return env_int("EMU_SMEM_PER_SM", 233472); }
 
 }  // namespace emu
 
@@ -86,6 +87,8 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
     case cudaDevAttrMultiProcessorCount: *value = emu::sm_count(); return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = emu::shared_optin_bytes(); return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlock: *value = 49152; return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = emu::shared_per_sm_bytes(); return cudaSuccess;
+    case cudaDevAttrReservedSharedMemoryPerBlock: *value = 1024; return cudaSuccess;
     case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
     case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
     case cudaDevAttrCooperativeLaunch: *value = 1; return cudaSuccess;

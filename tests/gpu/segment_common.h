@@ -317,6 +317,11 @@ struct RestoreStreaming {
   ~RestoreStreaming() { detail::set_segment_stream_enabled(true); }
 };
 
+// The same for the softmax's block rows.
+struct RestoreBlockRows {
+  ~RestoreBlockRows() { detail::set_segment_block_rows_enabled(true); }
+};
+
 // The elements [first, first + count) of a host vector.
 template <typename T>
 std::vector<T> slice(const std::vector<T>& v, std::int64_t first, std::int64_t count) {

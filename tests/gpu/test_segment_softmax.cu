@@ -1,10 +1,12 @@
 // segment_softmax / log-softmax and their backward passes on the device against the CPU reference: every T, both
 // offset types, D in {1, 3, 64, 1000}, every length regime plus power-law lengths and one row holding ~all of
-// 1M+ elements; NaN and masked (-inf) inputs; spare rows past offsets[batch] left untouched; bitwise determinism
-// and batch invariance; streamed rows against the unit walk, bitwise; a short workspace and malformed offsets (the
+// 1M+ elements; rows around the local-finish and block-row limits; NaN and masked (-inf) inputs; spare rows past
+// offsets[batch] left untouched; bitwise determinism and batch invariance; streamed rows against the unit walk,
+// bitwise; a short workspace and malformed offsets (the
 // other argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -148,15 +150,57 @@ TEMPLATE_TEST_CASE("segment_softmax rows on both sides of the local-finish limit
   // at D = 64; at D = 1000 (column tiles) 8 float tokens, or 16 bfloat16 tokens streamed as 4 register tiles of
   // 4 (backward chunks are half as long). These lengths straddle both limits, with a one-chunk row, a row shorter
   // than a register tile and an empty one in between, in one batch.
+  // With block rows on (the default) the rows past the local finish that fit the second-pass kernel's shared
+  // memory are block rows (tested below); off, every one of them takes the second pass.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(506);
-  for (std::int64_t inner : {1, 64, 1000}) {
-    const std::int64_t chunk = inner == 1 ? 1024 : inner == 64 ? 16 : sizeof(T) == 2 ? 16 : 8;
-    constexpr std::int64_t K = ragged::detail::kLocalFinishChunks;
-    const std::vector<std::int64_t> lengths = {chunk + 1,      chunk * K - 1, 0,  chunk * K,      chunk * K + 1,
-                                               chunk * 64 + 5, chunk / 2,     3,  chunk * (K + 1), 2 * chunk,
-                                               chunk * 16 - 1, chunk * 33};
+  const RestoreBlockRows restore;
+  for (bool block_rows : {true, false}) {
+    detail::set_segment_block_rows_enabled(block_rows);
+    for (std::int64_t inner : {1, 64, 1000}) {
+      const std::int64_t chunk = inner == 1 ? 1024 : inner == 64 ? 16 : sizeof(T) == 2 ? 16 : 8;
+      constexpr std::int64_t K = ragged::detail::kLocalFinishChunks;
+      const std::vector<std::int64_t> lengths = {chunk + 1,      chunk * K - 1, 0, chunk * K,       chunk * K + 1,
+                                                 chunk * 64 + 5, chunk / 2,     3, chunk * (K + 1), 2 * chunk,
+                                                 chunk * 16 - 1, chunk * 33};
+      INFO("inner " << inner << (block_rows ? ", block rows on" : ", block rows off"));
+      check_softmax(test::random_ragged<T, OffsetT>(lengths, inner, rng, kSpareRows), rng);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_softmax block rows, held in shared memory by one block", "[segment][gpu]", F32_I32,
+                   F16_I64, BF16_I32) {
+  // A row longer than the local finish whose column tiles fit the second-pass kernel's shared memory (at most
+  // block_tokens tokens) is read into it by one block, per tile, and written from there (is_block_row,
+  // segment_softmax.cu). Lengths on both sides of both limits, forward's and backward's, in one batch, at narrow
+  // and wide D (D = 1000: 4 or 8 column tiles, the last one partial), against the reference.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(511);
+  for (std::int64_t inner : kInnerSizes) {
+    const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
+    std::vector<std::int64_t> lengths = {0, 3};
+    for (bool backward : {false, true}) {
+      detail::SegmentGeometry g = detail::make_softmax_geometry(inner, vec, sizeof(T), backward);
+      std::int64_t tokens = 0, log_tokens = 0;
+      REQUIRE_OK((detail::segment_softmax_block_tokens<T, OffsetT>(g, backward, false, tokens)));
+      REQUIRE_OK((detail::segment_softmax_block_tokens<T, OffsetT>(g, backward, true, log_tokens)));
+      REQUIRE(tokens == log_tokens);
+      const std::int64_t local = g.local_finish_chunks * g.chunk_tokens;  // the longest row finished locally
+      INFO("inner " << inner << (backward ? ", backward" : ", forward") << ": block rows of " << local + 1 << " to "
+                    << tokens << " tokens");
+      REQUIRE(tokens > local);  // an H100 (or the emulated one) holds some
+      g.block_tokens = tokens;
+      REQUIRE(detail::is_block_row(local + 1, g));
+      REQUIRE(detail::is_block_row(tokens, g));
+      REQUIRE_FALSE(detail::is_block_row(local, g));
+      REQUIRE_FALSE(detail::is_block_row(tokens + 1, g));
+      const std::int64_t middle = std::uniform_int_distribution<std::int64_t>(local + 2, tokens - 1)(rng);
+      lengths.insert(lengths.end(), {local, local + 1, middle, tokens, tokens + 1});
+    }
+    std::shuffle(lengths.begin(), lengths.end(), rng);
     INFO("inner " << inner);
     check_softmax(test::random_ragged<T, OffsetT>(lengths, inner, rng, kSpareRows), rng);
   }
@@ -239,9 +283,10 @@ TEMPLATE_TEST_CASE("segment_softmax is deterministic and batch-invariant", "[seg
   // a window (stream_softmax_rows): embed_row starts the row at an odd token in one batch and an even one in the
   // other, so the stream's lanes hold its phases rotated differently. A row of 1019 tokens at D = 1 fits the
   // forward window (32 lines of 32 tokens) from token 5, where the first batch starts it, and not from token 282
-  // (26 past a line), where this seed's second batch does: the unit walk takes it there.
-  const std::pair<std::int64_t, std::int64_t> cases[] = {{1, 300007}, {64, 5003}, {1, 257}, {1, 33},
-                                                         {1, 1019},   {64, 7},    {64, 3}};
+  // (26 past a line), where this seed's second batch does: the unit walk takes it there. (64, 200), (1000, 100)
+  // and (1, 10000) are block rows (held in shared memory by one block) for every type, forward and backward.
+  const std::pair<std::int64_t, std::int64_t> cases[] = {{1, 300007}, {64, 5003}, {1, 257},   {1, 33},    {1, 1019},
+                                                         {64, 7},     {64, 3},    {64, 200}, {1000, 100}, {1, 10000}};
   for (const auto& [inner, length] : cases) {
     const std::vector<T> row = test::random_values<T>(length * inner, rng);
     const std::vector<T> row_dy = test::random_values<T>(length * inner, rng);
@@ -284,11 +329,8 @@ TEMPLATE_TEST_CASE("segment_softmax: streamed rows give the unit walk's bits", "
   const RestoreStreaming restore;
   for (std::int64_t inner : {1, 2, 8, 64}) {
     const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
-    for (bool backward : {false, true}) {
-      const int floats = backward ? detail::kSoftmaxBackwardFloatsPerLane : detail::kSoftmaxFloatsPerLane;
-      REQUIRE(detail::softmax_streams_rows(detail::make_segment_geometry(
-          inner, vec, floats / vec, detail::kLocalFinishChunks, detail::softmax_min_chunk_tokens(backward, sizeof(T)))));
-    }
+    for (bool backward : {false, true})
+      REQUIRE(detail::softmax_streams_rows(detail::make_softmax_geometry(inner, vec, sizeof(T), backward)));
     for (const LengthSet& set : length_sets(rng, inner)) {
       INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
       const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
@@ -311,8 +353,9 @@ TEMPLATE_TEST_CASE("segment_softmax: streamed rows give the unit walk's bits", "
 
 TEST_CASE("segment_softmax and its backward can be captured in a CUDA graph", "[segment][gpu][graph]") {
   auto rng = test::make_rng(507);
-  // Short rows and one past the local-finish limit, so the captured work includes the multi-chunk passes.
+  // Short rows, a block row and one past the block rows' limit, so the captured work includes every pass.
   std::vector<std::int64_t> lengths = test::make_lengths(test::Regime::kRandom, rng, 30);
+  lengths.push_back(10000);
   lengths.push_back(200003);
   const auto host = test::random_ragged<float, std::int32_t>(lengths, 1, rng);
   const DeviceRagged<float, std::int32_t> dev(host);
