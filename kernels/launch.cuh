@@ -78,8 +78,9 @@ inline Status resident_grid_size(Kernel kernel, int threads, std::int64_t work_i
   return grid_size(work_items, items_per_block, per_sm, blocks);
 }
 
-// The most dynamic shared memory `kernel` may use on the current device: its opt-in size minus static shared.
-inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max) {
+// The most dynamic shared memory `kernel` may use on the current device: its opt-in size minus its static shared
+// memory (`static_bytes`).
+inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max, std::size_t& static_bytes) {
   int device = 0, optin = 0;
   Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
   if (s != Status::kSuccess) return s;
@@ -89,8 +90,14 @@ inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max) {
   cudaFuncAttributes attributes{};
   s = from_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
   if (s != Status::kSuccess) return s;
-  dynamic_max = static_cast<std::size_t>(optin) - attributes.sharedSizeBytes;
+  static_bytes = attributes.sharedSizeBytes;
+  dynamic_max = static_cast<std::size_t>(optin) - static_bytes;
   return Status::kSuccess;
+}
+
+inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max) {
+  std::size_t static_bytes = 0;
+  return dynamic_shared_max(kernel, dynamic_max, static_bytes);
 }
 
 // Lets the kernel use `bytes` of dynamic shared memory, where `dynamic_max` is dynamic_shared_max's answer for
@@ -142,14 +149,11 @@ inline Status shared_bytes_for_residency(const void* kernel, int blocks_per_sm, 
   s = from_cuda(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device),
                 "cudaDeviceGetAttribute(ReservedSharedMemoryPerBlock)");
   if (s != Status::kSuccess) return s;
-  cudaFuncAttributes attributes{};
-  s = from_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
-  if (s != Status::kSuccess) return s;
-  std::size_t dynamic_max = 0;
-  s = dynamic_shared_max(kernel, dynamic_max);
+  std::size_t dynamic_max = 0, static_bytes = 0;
+  s = dynamic_shared_max(kernel, dynamic_max, static_bytes);
   if (s != Status::kSuccess) return s;
   const std::int64_t share = static_cast<std::int64_t>(per_sm) / std::max(1, blocks_per_sm) - reserved -
-                             static_cast<std::int64_t>(attributes.sharedSizeBytes);
+                             static_cast<std::int64_t>(static_bytes);
   const std::int64_t fitting = std::min<std::int64_t>(share, static_cast<std::int64_t>(dynamic_max)) / 128 * 128;
   bytes = fitting > 0 ? static_cast<std::size_t>(fitting) : 0;
   if (bytes > 0) {

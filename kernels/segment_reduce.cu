@@ -9,7 +9,6 @@
 // completes a node's children merges them, in chunk order). The order in which a row's elements are added
 // depends only on its length and D, so results are deterministic and do not depend on the other rows of the
 // batch.
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 
@@ -508,10 +507,7 @@ Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStrea
 // walk, in segment_reduce and segment_softmax), to compare the two on a GPU.
 namespace {
 bool& segment_stream_setting() {
-  static bool enabled = [] {
-    const char* v = std::getenv("RAGGED_SEGMENT_STREAM");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static bool enabled = switch_from_environment("RAGGED_SEGMENT_STREAM");
   return enabled;
 }
 }  // namespace

@@ -15,7 +15,6 @@
 // from one load (stream_softmax_rows). Three launches, or six for more than 131072 rows (the plan's memset and
 // CUB scan).
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "launch.cuh"
@@ -691,10 +690,7 @@ Status block_tokens_of(const SegmentGeometry& g, bool log, std::int64_t& tokens)
 
 // RAGGED_SEGMENT_BLOCK_ROWS=0 in the environment starts a process with block rows off, to compare on a GPU.
 bool& block_rows_setting() {
-  static bool enabled = [] {
-    const char* v = std::getenv("RAGGED_SEGMENT_BLOCK_ROWS");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static bool enabled = switch_from_environment("RAGGED_SEGMENT_BLOCK_ROWS");
   return enabled;
 }
 
