@@ -113,9 +113,9 @@ struct DeviceArray {
 template <typename T>
 void require_same_bytes(const HostArray<T>& got, const HostArray<T>& expected) {
   REQUIRE(got.size() == expected.size());
-  if (got.bytes == expected.bytes) return;  // one comparison; the loop below only finds where they differ
   std::int64_t mismatch = -1;
-  for (std::size_t i = 0; i < got.size() && mismatch < 0; ++i)
+  const bool same = got.bytes == expected.bytes;  // one comparison; the loop only finds where they differ
+  for (std::size_t i = 0; !same && i < got.size() && mismatch < 0; ++i)
     if (std::memcmp(got.data() + i, expected.data() + i, sizeof(T)) != 0) mismatch = static_cast<std::int64_t>(i);
   INFO("first mismatch at element " << mismatch << " of " << got.size());
   REQUIRE(mismatch == -1);
