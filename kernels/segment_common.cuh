@@ -254,7 +254,7 @@ __device__ __forceinline__ void for_each_unit(const SegmentLayout<OffsetT>& L, s
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Streams of one-chunk rows (segment_reduce.cu stream_rows, segment_softmax.cu stream_softmax_rows): where 32
+// Streams of one-chunk rows (segment_reduce.cuh stream_rows, segment_softmax.cuh stream_softmax_rows): where 32
 // vectors are whole tokens (streams_rows), a warp reads its share's values in lines of 32 vectors, across row
 // boundaries, and moves from one row with units to the next by the helpers below.
 

@@ -159,12 +159,12 @@ RAGGED_HOST_DEVICE RowWork row_work(std::int64_t length, const SegmentGeometry& 
   return RowWork{chunks * g.tiles, chunks > 1 ? chunks : 0, second_pass ? second_pass_slots(chunks * g.tiles) : 0};
 }
 
-// Whether segment_reduce may stream this geometry's one-chunk rows (segment_reduce.cu, stream_rows): narrow D
+// Whether segment_reduce may stream this geometry's one-chunk rows (segment_reduce.cuh, stream_rows): narrow D
 // where 32 vectors are a whole number of tokens, so a line of 32 consecutive vectors of the flat values is
 // `phases` whole tokens and a lane always holds the same vector column.
 RAGGED_HOST_DEVICE bool streams_rows(const SegmentGeometry& g) { return g.narrow && kWarpSize % g.vcols == 0; }
 
-// Whether segment_softmax may stream this geometry's short rows (segment_softmax.cu, stream_softmax_rows): as
+// Whether segment_softmax may stream this geometry's short rows (segment_softmax.cuh, stream_softmax_rows): as
 // streams_rows, with a unit of one register tile. A unit of several (sweeps) folds them one after the other,
 // rescaling its sum at each, where a stream's window takes the row's max over all its items first.
 RAGGED_HOST_DEVICE bool softmax_streams_rows(const SegmentGeometry& g) { return streams_rows(g) && g.sweeps == 1; }

@@ -145,7 +145,7 @@ TEMPLATE_TEST_CASE("segment_softmax on the device: a plan too large for the firs
 TEMPLATE_TEST_CASE("segment_softmax rows on both sides of the local-finish limit", "[segment][gpu]", F32_I32,
                    BF16_I64) {
   // Rows of 2 .. kLocalFinishChunks (K) chunks are written by the warp that merges the root of their merge tree;
-  // longer ones by the second-pass kernel (segment_softmax.cu). With a fan-in of 16 the trees here have one or
+  // longer ones by the second-pass kernel (segment_softmax.cuh). With a fan-in of 16 the trees here have one or
   // two levels; "one row holds all" (1024 chunks at D = 1 and 64) has three. Forward chunks hold 1024 tokens at D = 1 and 16
   // at D = 64; at D = 1000 (column tiles) 8 float tokens, or 16 bfloat16 tokens streamed as 4 register tiles of
   // 4 (backward chunks are half as long). These lengths straddle both limits, with a one-chunk row, a row shorter
@@ -174,7 +174,7 @@ TEMPLATE_TEST_CASE("segment_softmax block rows, held in shared memory by one blo
                    F16_I64, BF16_I32) {
   // A row longer than the local finish whose column tiles fit the second-pass kernel's shared memory (at most
   // block_tokens tokens) is read into it by one block, per tile, and written from there (is_block_row,
-  // segment_softmax.cu). Lengths on both sides of both limits, forward's and backward's, in one batch, at narrow
+  // segment_softmax.cuh). Lengths on both sides of both limits, forward's and backward's, in one batch, at narrow
   // and wide D (D = 1000: 4 or 8 column tiles, the last one partial), against the reference.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;

@@ -1,0 +1,537 @@
+// Segment reductions (sum, mean, max, min with arg) and their backward pass.
+//
+// Two launches, or five for more than 131072 rows (segment_geometry.h describes the split): the row pass
+// finishes the tiny and empty rows and sums the other rows' work per group of rows; the plan scans those sums
+// (each block of the next kernel does, or a memset and CUB's two-kernel scan for many groups); a persistent
+// kernel walks the (chunk, tile) units of the plan, each warp a contiguous share of them (for_each_unit: one
+// row lookup per warp, then a cursor stepped from row to row). A row that fits one unit is finished by its warp;
+// a longer row leaves one partial per chunk, merged by the row's merge tree in the same kernel (the warp that
+// completes a node's children merges them, in chunk order). The order in which a row's elements are added
+// depends only on its length and D, so results are deterministic and do not depend on the other rows of the
+// batch.
+//
+// Templates only: kernels/segment_reduce_<value>_<offset>.cu instantiate them, one type pair per file, so that a
+// build compiles the six in parallel. As one file it was the build's critical path: 121 s of nvcc for sm_90 alone
+// on one core here, where one of the six took 23 s (every other kernel file: under 16 s in the full build).
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "launch.cuh"
+#include "segment_common.cuh"
+#include "segment_launch.h"
+#include "validate.h"
+
+namespace ragged {
+namespace detail {
+namespace {
+
+constexpr int kThreads = kSegmentThreads;
+
+// Loads in flight per lane in the unit loop: 128 bytes (at most 32 loads), held raw until their adds (32
+// registers whatever the type: converted to float at load, 16-bit vectors took twice that). The first H100 run
+// (docs/results/2026-11-24-*) had the unit kernel at 52-58% of DRAM peak with 64 bytes: a 64 MiB tensor is only
+// ~2050 units of 32 KB, 15.5 warps per SM with 2 KB in flight each (31 KB per SM), and the time stayed latency's.
+template <typename T, int V>
+constexpr int kUnroll = 128 / static_cast<int>(V * sizeof(T)) < 32 ? 128 / static_cast<int>(V * sizeof(T)) : 32;
+
+// add(x, xi): the next element of one lane's walk through a row, whose index xi is greater than every index
+// the accumulator has seen (so a tie never replaces); merge: any other accumulator.
+struct SumAcc {
+  float sum = 0.0f;
+  __device__ void add(float x, std::int64_t) { sum += x; }
+  __device__ void merge(const SumAcc& o) { sum += o.sum; }
+  __device__ SumAcc shfl(int src) const { return SumAcc{__shfl_sync(0xffffffffu, sum, src)}; }
+  __device__ float value(std::int64_t length, bool mean) const {
+    return mean ? sum / static_cast<float>(length) : sum;
+  }
+  __device__ std::int64_t index() const { return -1; }
+  __device__ void store(float* value, std::int64_t*, std::int64_t at) const { value[at] = sum; }
+  __device__ static SumAcc load(const float* value, const std::int64_t*, std::int64_t at) {
+    return SumAcc{__ldcg(value + at)};
+  }
+};
+
+// Max (kMin = false) or min with the index of the winner. The selection is a total order (NaN first, then the
+// extreme value, then the lower index), so merging in any order gives the same answer.
+template <bool kMin>
+struct ExtremeAcc {
+  float v = 0.0f;
+  std::int64_t i = -1;  // -1: nothing seen yet
+
+  __device__ bool beats(float x, std::int64_t xi) const {
+    if (i < 0) return true;
+    const bool x_nan = isnan(x), v_nan = isnan(v);
+    if (x_nan || v_nan) return x_nan && (!v_nan || xi < i);
+    if (x == v) return xi < i;
+    return kMin ? x < v : x > v;
+  }
+  // The order above, for an element of a higher index than any seen: it wins if nothing was seen, if it is the
+  // first NaN, or if it is strictly more extreme than a non-NaN value (a tie keeps the lower index). Selects
+  // instead of branches: this runs once per element.
+  __device__ void add(float x, std::int64_t xi) {
+    const bool v_nan = isnan(v);
+    const bool take = (i < 0) | (isnan(x) & !v_nan) | (!v_nan & (kMin ? x < v : x > v));
+    v = take ? x : v;
+    i = take ? xi : i;
+  }
+  __device__ void merge(const ExtremeAcc& o) {
+    if (o.i >= 0 && beats(o.v, o.i)) {
+      v = o.v;
+      i = o.i;
+    }
+  }
+  __device__ ExtremeAcc shfl(int src) const {
+    ExtremeAcc r;
+    r.v = __shfl_sync(0xffffffffu, v, src);
+    r.i = __shfl_sync(0xffffffffu, i, src);
+    return r;
+  }
+  __device__ float value(std::int64_t, bool) const { return v; }
+  __device__ std::int64_t index() const { return i; }
+  __device__ void store(float* value, std::int64_t* index, std::int64_t at) const {
+    value[at] = v;
+    index[at] = i;
+  }
+  __device__ static ExtremeAcc load(const float* value, const std::int64_t* index, std::int64_t at) {
+    ExtremeAcc r;
+    r.v = __ldcg(value + at);
+    r.i = __ldcg(index + at);
+    return r;
+  }
+};
+
+template <typename T, typename OffsetT, typename Acc>
+__device__ __forceinline__ void write_result(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t b, std::int64_t col,
+                                             const Acc& acc, std::int64_t length) {
+  const std::int64_t at = b * a.layout.geometry.inner + col;
+  const bool mean = a.op == ReduceOp::kMean;
+  a.out[at] = from_float<T>(length == 0 ? a.empty_value : acc.value(length, mean));
+  if (a.arg != nullptr) a.arg[at] = length == 0 ? -1 : acc.index();
+}
+
+// A row of at most 32 elements, by one lane, in element order; head: tokens 0..3 of column 0 (row_pass).
+template <typename T, typename OffsetT>
+__device__ __forceinline__ TinyHead<float> reduce_tiny_head(const SegmentReduceArgs<T, OffsetT>& a,
+                                                            std::int64_t begin, std::int64_t length) {
+  const std::int64_t D = a.layout.geometry.inner;
+  return load_tiny_head(length, 0.0f, [&](std::int64_t t) { return to_float(a.values[(begin + t) * D]); });
+}
+
+template <typename T, typename OffsetT, typename Acc>
+__device__ void reduce_tiny_row(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t b, std::int64_t begin,
+                                std::int64_t length, const TinyHead<float>& head) {
+  const std::int64_t D = a.layout.geometry.inner;
+  for (std::int64_t c = 0; c < D; ++c) {
+    Acc acc;
+    walk_tiny(
+        length, head, c == 0, 0.0f, [&](std::int64_t t) { return to_float(a.values[(begin + t) * D + c]); },
+        [&](std::int64_t t0, const float (&x)[kTinyHead]) {
+#pragma unroll
+          for (int k = 0; k < kTinyHead; ++k)
+            if (t0 + k < length) acc.add(x[k], t0 + k);
+        });
+    write_result(a, b, c, acc, length);
+  }
+}
+
+// The results of the empty rows first + i (bit i of `empty`): a row at a time across the warp's lanes, or,
+// when the rows outnumber their D columns, a lane per row (at D = 1 one store per lane, where the warp's loop
+// took a round per empty row: a fifth of the rows in the many-tiny-rows regime).
+template <typename T, typename OffsetT>
+__device__ void write_empty_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t first, unsigned empty) {
+  const std::int64_t D = a.layout.geometry.inner;
+  if (D < __popc(empty)) {
+    const int lane = lane_id();
+    if ((empty >> lane) & 1u) {
+      for (std::int64_t col = 0; col < D; ++col) {
+        a.out[(first + lane) * D + col] = from_float<T>(a.empty_value);
+        if (a.arg != nullptr) a.arg[(first + lane) * D + col] = -1;
+      }
+    }
+    return;
+  }
+  while (empty != 0) {
+    const std::int64_t row = first + __ffs(empty) - 1;
+    empty &= empty - 1;
+    for (std::int64_t col = lane_id(); col < D; col += kWarpSize) {
+      a.out[row * D + col] = from_float<T>(a.empty_value);
+      if (a.arg != nullptr) a.arg[row * D + col] = -1;
+    }
+  }
+}
+
+template <typename T, typename OffsetT, typename Acc>
+__global__ void __launch_bounds__(kThreads)
+    segment_reduce_rows_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
+  row_pass(
+      a.layout,
+      [&](std::int64_t, std::int64_t begin, std::int64_t length) { return reduce_tiny_head(a, begin, length); },
+      [&](std::int64_t b, std::int64_t begin, std::int64_t length, const TinyHead<float>& head) {
+        reduce_tiny_row<T, OffsetT, Acc>(a, b, begin, length, head);
+      },
+      [&](std::int64_t first, unsigned empty) { write_empty_rows(a, first, empty); });
+}
+
+
+// Unit u, in the row of cursor `at`.
+template <typename T, typename OffsetT, typename Acc, int V>
+__device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t u,
+                                            const UnitCursor& at) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t D = g.inner;
+  const std::int64_t b = at.row;
+  const std::int64_t local = u - at.before.units;
+  const std::int64_t chunk = local / g.tiles;
+  const LaneSlot slot = lane_slot(g, local % g.tiles);
+  const std::int64_t begin = at.begin, length = at.length;
+  const std::int64_t t0 = chunk * g.chunk_tokens;
+  const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
+
+  Acc acc[V];
+  if (slot.active) {
+    // This lane's tokens: t = t0 + phase + i * phases for i < n, at element offset `offset` + i * stride. They
+    // go in groups of U: every load of a group first, then the adds in token order. The full groups pass
+    // count = U, a constant once inlined, so they load without a check; the last, partial one loads under
+    // its count. Offsets step by a constant instead of a 64-bit multiply per load.
+    constexpr int U = kUnroll<T, V>;
+    const std::int64_t step = g.phases;
+    const std::int64_t stride = step * D;
+    std::int64_t t = t0 + slot.phase;
+    const std::int64_t n = t < t1 ? (t1 - t + step - 1) / step : 0;
+    std::int64_t offset = (begin + t) * D + slot.vcol * V;
+    auto add_group = [&](int count) {
+      // Slots past `count` are zeroed, not left unset: unset, they kept the previous group's values alive across
+      // the partial group, which ptxas spilled (float max, 3 blocks per SM).
+      Vec<T, V> raw[U];
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        if (k < count) {
+          raw[k] = *reinterpret_cast<const Vec<T, V>*>(a.values + offset + k * stride);
+        } else {
+#pragma unroll
+          for (int v = 0; v < V; ++v) raw[k].v[v] = from_float<T>(0.0f);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < U; ++k)
+        if (k < count) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) acc[v].add(to_float(raw[k].v[v]), t + k * step);
+        }
+    };
+    for (std::int64_t i = 0; i + U <= n; i += U, t += U * step, offset += U * stride) add_group(U);
+    if (n % U != 0) add_group(static_cast<int>(n % U));
+  }
+  if (g.narrow) merge_phases(acc, g, slot);
+  const bool holder = g.narrow ? slot.phase == 0 : slot.active;
+  const std::int64_t chunks = chunks_of(length, g);
+  if (chunks == 1) {
+    if (holder) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) write_result(a, b, slot.vcol * V + v, acc[v], length);
+    }
+    return;
+  }
+  // Several chunks: store this one's partial, then climb the row's merge tree; the warp that merges its root
+  // writes the row's results for this column tile.
+  const std::int64_t first = at.before.partials;
+  if (first + chunks > L.partial_capacity) return;  // only reachable with malformed (overlapping) offsets
+  if (holder) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v].store(a.partial_value, a.partial_index, (first + chunk) * D + slot.vcol * V + v);
+  }
+  merge_tile_partials<Acc>(
+      L, local % g.tiles, first, chunk, chunks,
+      [&](std::int64_t at) { return Acc::load(a.partial_value, a.partial_index, at); },
+      [&](const Acc& merged, std::int64_t at) { merged.store(a.partial_value, a.partial_index, at); },
+      [&](std::int64_t col, const Acc& merged) { write_result(a, b, col, merged, length); });
+}
+
+// Lines a stream loads at once: 64 bytes per lane (2 KB per warp; at the stream kernel's 2 blocks of 8 warps per
+// SM, 32 KB in flight per SM, where ~25 KB covers DRAM's latency at 3.35 TB/s and ~1 us). Half of kUnroll: the
+// stream's state (group and row bounds) lives across the loads, and with 128 bytes the float kernels, then held
+// to 80 registers, spilled 100-250 bytes. At 2 blocks per SM 128 bytes fit (ptxas, sm_90: 102-128 registers, no
+// spills except bfloat16 max / min at V = 8, 308 bytes of spill loads), but every row a group holds scans all
+// of the group's lines (the window loop below), so at D = 1 a row's cost would double with them: a GPU A/B.
+template <typename T, int V>
+constexpr int kStreamLines = kUnroll<T, V> / 2;
+
+// Row r, finished as reduce_unit finishes a one-chunk row: the phases merge by merge_phases' tree and phase 0
+// writes; the accumulators are left empty for the next row. A stream's lane p * vcols + col holds the row's
+// phase (p - begin) mod phases, not phase p as in reduce_unit, but that changes nothing: phases is a power of two,
+// and a rotation maps each level of the tree's pairs, {j, j + s} with s = phases / 2, phases / 4, ..., onto the
+// same pairs, so every merge sees the same two operands, at most swapped. A sum's add commutes bitwise; the
+// extremes merge by a total order. So the bits are reduce_unit's without a shuffle to undo the rotation.
+template <typename T, typename OffsetT, typename Acc, int V>
+__device__ __forceinline__ void finish_streamed_row(const SegmentReduceArgs<T, OffsetT>& a, Acc (&acc)[V],
+                                                    const StreamRow& r, int phase, int vcol) {
+  merge_phases(acc, a.layout.geometry, LaneSlot{vcol, phase, true});
+  if (phase == 0) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) write_result(a, r.row, vcol * V + v, acc[v], r.length);
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = Acc{};
+}
+
+// The one-chunk rows of this warp's share from unit u on (c at u's row), streamed: the warp reads the flat values
+// in lines of 32 vectors (`phases` tokens), U lines at a time, and a lane adds the vector it holds to the row
+// that owns it. Lane l = p * vcols + col always holds column col of the tokens = p (mod phases), so within a row
+// it meets exactly the tokens of reduce_unit's phase (p - begin) mod phases, in the same order, and the result is
+// bitwise reduce_unit's (finish_streamed_row). Why: at one unit per row a warp spent several hundred instructions
+// and a memory round trip per unit (cursor step, the unit's setup, its loads, then the merge) on rows of a few
+// hundred bytes (D = 1 with lengths around 256; D = 64 with rows of 1 to 4 tokens); a stream keeps U lines in
+// flight across rows and spends per row only the merge and the step to the next row. Returns with u past the rows it finished
+// and c at u's row when that row has several chunks (the unit path takes it), or with u == end. token_end: the
+// end of the share's last row; nothing past it is loaded.
+template <typename T, typename OffsetT, typename Acc, int V>
+__device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t& u, UnitCursor& c, std::int64_t end,
+                            std::int64_t token_end) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  constexpr int U = kStreamLines<T, V>;
+  const int lane = lane_id();
+  const StreamLane place = stream_lane(g);
+  const int phase = place.phase, vcol = place.vcol, shift = place.shift;
+  RowWork entry;
+  StreamRow r = begin_stream(c, entry);
+  Acc acc[V];
+  std::int64_t line = r.begin >> shift;  // the group's first line
+  while (true) {
+    // Line k of the group holds tokens (line + k) * phases .. + phases - 1; this lane's vector of it lies at
+    // element ((line + k) * 32 + lane) * V.
+    const std::int64_t first_token = line << shift;
+    const std::int64_t token = first_token + phase;
+    const T* src = a.values + (line * kWarpSize + lane) * V;
+    Vec<T, V> raw[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      if (token + k * g.phases < token_end) {
+        raw[k] = *reinterpret_cast<const Vec<T, V>*>(src + k * kWarpSize * V);
+      } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) raw[k].v[v] = from_float<T>(0.0f);
+      }
+    }
+    const std::int64_t group_end = first_token + (static_cast<std::int64_t>(U) << shift);
+    while (true) {
+      // The row's lines in this group, [k0, k1), and this lane's token index in the row at line 0 (a one-chunk
+      // row and a group both span at most chunk_tokens, so it fits 32 bits).
+      const std::int64_t row_end = r.begin + r.length;
+      const int k0 = r.begin > first_token ? static_cast<int>((r.begin - first_token) >> shift) : 0;
+      const int k1 = row_end < group_end ? static_cast<int>((row_end - first_token + g.phases - 1) >> shift) : U;
+      const int at0 = static_cast<int>(token - r.begin);
+      const unsigned length = static_cast<unsigned>(r.length);
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+        if (k >= k0 && k < k1) {  // warp-uniform
+          const int at = at0 + k * g.phases;
+          if (static_cast<unsigned>(at) < length) {
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[v].add(to_float(raw[k].v[v]), at);
+          }
+        }
+      }
+      if (row_end > group_end) {  // the row goes on in the next group
+        line += U;
+        break;
+      }
+      finish_streamed_row(a, acc, r, phase, vcol);
+      // A row of several chunks goes back to the unit walk.
+      if (!step_stream(L, u, c, end, entry, r, [&](const StreamRow& s) { return s.length <= g.chunk_tokens; }))
+        return;
+      if (r.begin < first_token || r.begin >= group_end) {
+        // The next row starts past this group (rows without units between), or, with malformed offsets only,
+        // before it: load from its first line.
+        line = r.begin >> shift;
+        break;
+      }
+    }
+  }
+}
+
+// Blocks per SM the unit kernel is held to (__launch_bounds__): what ptxas reached before the units were walked
+// in contiguous shares (float: 79-80 registers, 3 blocks, except max with scalar loads at 100; 16-bit: 93-128,
+// 2), which a cursor kept across the unit's body would otherwise cost (float sum 79 -> 100, half max 120 -> 148).
+// With 128 bytes in flight per lane (kUnroll; ptxas, sm_90): float V = 4 stays at 80 registers with 16 bytes of
+// stack (per-unit values, stored and reloaded outside the load loop), float sum V = 1 at 80, float max / min
+// V = 1 at 123, 16-bit V = 1 at 98 and V = 8 at 110 (sum) to 128 (max / min): the same blocks per SM.
+template <typename T, typename Acc, int V>
+constexpr int kReduceMinBlocks = sizeof(T) == 4 && (V > 1 || std::is_same<Acc, SumAcc>::value) ? 3 : 2;
+
+// kStream: the geometry streams one-chunk rows (streams_rows; a separate kernel, so that the others keep their
+// registers).
+template <typename T, typename OffsetT, typename Acc, int V, bool kStream>
+__global__ void __launch_bounds__(kThreads, (kStream ? 2 : kReduceMinBlocks<T, Acc, V>))
+    segment_reduce_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  stage_plan(L);
+  std::int64_t token_end = -1;  // found when the share first streams
+  walk_units<true>(L, &RowWork::units, [&](std::int64_t& u, UnitCursor& c, std::int64_t end) {
+    if (kStream && c.length <= L.geometry.chunk_tokens) {
+      if (token_end < 0) token_end = share_token_end(L, end);
+      stream_rows<T, OffsetT, Acc, V>(a, u, c, end, token_end);
+    } else {
+      reduce_unit<T, OffsetT, Acc, V>(a, u, c);
+      ++u;
+    }
+  });
+}
+
+template <typename T, typename OffsetT, typename Acc, int V>
+Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  RAGGED_RETURN_IF_ERROR(
+      build_plan(&segment_reduce_rows_kernel<T, OffsetT, Acc>, a, L, "segment_reduce_rows_kernel", stream));
+  unsigned blocks = 0;
+  // Work bounds known on the host: every row's units fit in (nnz / chunk + rows) * tiles.
+  const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
+  const std::size_t shared = first_pass_shared_bytes(L.batch);
+  const auto kernel = streams_rows(g) && segment_stream_enabled() ? &segment_reduce_kernel<T, OffsetT, Acc, V, true>
+                                                                    : &segment_reduce_kernel<T, OffsetT, Acc, V, false>;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(kernel, units, blocks, shared));
+  kernel<<<blocks, kThreads, shared, stream>>>(a);
+  return check_launch("segment_reduce_kernel");
+}
+
+template <typename T, typename OffsetT, typename Acc>
+Status launch_reduce_vec(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  if (a.layout.geometry.vec == kVec) return launch_reduce<T, OffsetT, Acc, kVec>(a, stream);
+  if (a.layout.geometry.vec == 1) return launch_reduce<T, OffsetT, Acc, 1>(a, stream);
+  return fail(Status::kUnsupportedShape, "segment_reduce: no kernel for vector width " +
+                                             std::to_string(a.layout.geometry.vec));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Backward: d_in[row, c] = d_out[b, c] (sum), d_out[b, c] / length (mean), or d_out[b, c] at the arg row and 0
+// elsewhere (max, min). Same work list as the forward pass, writing instead of reading.
+
+template <typename T, typename OffsetT>
+__device__ __forceinline__ float grad_at(const SegmentReduceBackwardArgs<T, OffsetT>& a, std::int64_t at,
+                                         std::int64_t length) {
+  const float g = to_float(a.grad_out[at]);
+  return a.op == ReduceOp::kMean ? g / static_cast<float>(length) : g;
+}
+
+// A tiny row, by one lane. Its head (loaded by row_pass with the group's other rows): column 0's gradient and
+// arg index, all the row reads before it writes.
+struct BackwardHead {
+  float grad = 0.0f;
+  std::int64_t arg = -1;
+};
+
+template <typename T, typename OffsetT>
+__device__ __forceinline__ BackwardHead backward_column(const SegmentReduceBackwardArgs<T, OffsetT>& a,
+                                                        std::int64_t at, std::int64_t length) {
+  const bool routed = a.op == ReduceOp::kMax || a.op == ReduceOp::kMin;
+  return BackwardHead{grad_at(a, at, length), routed ? a.arg[at] : -1};
+}
+
+template <typename T, typename OffsetT>
+__device__ void backward_tiny_row(const SegmentReduceBackwardArgs<T, OffsetT>& a, std::int64_t b, std::int64_t begin,
+                                  std::int64_t length, const BackwardHead& head) {
+  const std::int64_t D = a.layout.geometry.inner;
+  const bool routed = a.op == ReduceOp::kMax || a.op == ReduceOp::kMin;
+  for (std::int64_t c = 0; c < D; ++c) {
+    const BackwardHead column = c == 0 ? head : backward_column(a, b * D + c, length);
+    for (std::int64_t t = 0; t < length; ++t)
+      a.grad_in[(begin + t) * D + c] = from_float<T>(!routed || t == column.arg ? column.grad : 0.0f);
+  }
+}
+
+template <typename T, typename OffsetT>
+__global__ void __launch_bounds__(kThreads)
+    segment_reduce_backward_rows_kernel(const __grid_constant__ SegmentReduceBackwardArgs<T, OffsetT> a) {
+  row_pass(
+      a.layout,
+      [&](std::int64_t b, std::int64_t, std::int64_t length) {
+        return backward_column(a, b * a.layout.geometry.inner, length);
+      },
+      [&](std::int64_t b, std::int64_t begin, std::int64_t length, const BackwardHead& head) {
+        backward_tiny_row(a, b, begin, length, head);
+      },
+      [](std::int64_t, unsigned) {});  // an empty row has no gradient to write
+}
+
+template <typename T, typename OffsetT, int V>
+__global__ void __launch_bounds__(kThreads)
+    segment_reduce_backward_kernel(const __grid_constant__ SegmentReduceBackwardArgs<T, OffsetT> a) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t D = g.inner;
+  const bool routed = a.op == ReduceOp::kMax || a.op == ReduceOp::kMin;
+  stage_plan(L);
+  for_each_unit<true>(L, &RowWork::units, [&](std::int64_t unit, const UnitCursor& at) {
+    const std::int64_t b = at.row;
+    const std::int64_t local = unit - at.before.units;
+    const LaneSlot slot = lane_slot(g, local % g.tiles);
+    if (!slot.active) return;
+    const std::int64_t begin = at.begin, length = at.length;
+    const std::int64_t t0 = (local / g.tiles) * g.chunk_tokens;
+    const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
+    float grad[V];
+    std::int64_t arg[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const std::int64_t at_col = b * D + slot.vcol * V + v;
+      grad[v] = grad_at(a, at_col, length);
+      arg[v] = routed ? a.arg[at_col] : -1;
+    }
+    // The offset steps by a constant rather than being recomputed per token (a 64-bit multiply each).
+    const std::int64_t stride = g.phases * D;
+    std::int64_t offset = (begin + t0 + slot.phase) * D + slot.vcol * V;
+    for (std::int64_t t = t0 + slot.phase; t < t1; t += g.phases, offset += stride) {
+      float x[V];
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[v] = !routed || t == arg[v] ? grad[v] : 0.0f;
+      store_floats<T, V>(a.grad_in + offset, x);
+    }
+  });
+}
+
+template <typename T, typename OffsetT, int V>
+Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStream_t stream) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  RAGGED_RETURN_IF_ERROR(build_plan(&segment_reduce_backward_rows_kernel<T, OffsetT>, a, L,
+                                    "segment_reduce_backward_rows_kernel", stream));
+  unsigned blocks = 0;
+  const std::int64_t units = (L.nnz / L.geometry.chunk_tokens + std::min(L.batch, L.nnz)) * L.geometry.tiles;
+  const std::size_t shared = first_pass_shared_bytes(L.batch);
+  RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_backward_kernel<T, OffsetT, V>, units, blocks, shared));
+  segment_reduce_backward_kernel<T, OffsetT, V><<<blocks, kThreads, shared, stream>>>(a);
+  return check_launch("segment_reduce_backward_kernel");
+}
+
+}  // namespace
+
+template <typename T, typename OffsetT>
+Status launch_segment_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t stream) {
+  switch (args.op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMean: return launch_reduce_vec<T, OffsetT, SumAcc>(args, stream);
+    case ReduceOp::kMax: return launch_reduce_vec<T, OffsetT, ExtremeAcc<false>>(args, stream);
+    case ReduceOp::kMin: return launch_reduce_vec<T, OffsetT, ExtremeAcc<true>>(args, stream);
+  }
+  return fail(Status::kInvalidArgument, "segment_reduce: unknown ReduceOp " + std::to_string(static_cast<int>(args.op)));
+}
+
+template <typename T, typename OffsetT>
+Status launch_segment_reduce_backward(const SegmentReduceBackwardArgs<T, OffsetT>& args, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  if (args.layout.geometry.vec == kVec) return launch_backward<T, OffsetT, kVec>(args, stream);
+  if (args.layout.geometry.vec == 1) return launch_backward<T, OffsetT, 1>(args, stream);
+  return fail(Status::kUnsupportedShape, "segment_reduce_backward: no kernel for vector width " +
+                                             std::to_string(args.layout.geometry.vec));
+}
+
+#define RAGGED_INSTANTIATE_SEGMENT_REDUCE(T, O)                                                                   \
+  template Status launch_segment_reduce<T, O>(const SegmentReduceArgs<T, O>&, cudaStream_t);                     \
+  template Status launch_segment_reduce_backward<T, O>(const SegmentReduceBackwardArgs<T, O>&, cudaStream_t);
+
+}  // namespace detail
+}  // namespace ragged

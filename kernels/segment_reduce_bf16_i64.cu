@@ -1,0 +1,8 @@
+// segment_reduce for bfloat16 values and int64 offsets (segment_reduce.cuh: one type pair per file).
+#include "segment_reduce.cuh"
+
+namespace ragged {
+namespace detail {
+RAGGED_INSTANTIATE_SEGMENT_REDUCE(__nv_bfloat16, std::int64_t)
+}  // namespace detail
+}  // namespace ragged

@@ -1,0 +1,8 @@
+// segment_reduce for half values and int64 offsets (segment_reduce.cuh: one type pair per file).
+#include "segment_reduce.cuh"
+
+namespace ragged {
+namespace detail {
+RAGGED_INSTANTIATE_SEGMENT_REDUCE(__half, std::int64_t)
+}  // namespace detail
+}  // namespace ragged

@@ -1,0 +1,716 @@
+// Softmax / log-softmax over the ragged dimension, forward and backward, per inner column.
+//
+// Same row pass, plan and units as the reductions (segment_reduce.cuh), but a unit is one or a few register tiles
+// (geometry.sweeps): the warp loads them one after the other and folds each into the unit's statistic (max and
+// sum of exponentials forward, online; sum of dy * y, or of dy, backward). When the row is a single unit it then
+// writes the result, from registers for the last tile and re-reading the others, which it read moments ago (L2):
+// one DRAM read and one write of the data. A row of several chunks stores per-chunk statistics, merged in the
+// same kernel by the row's merge tree (per column tile; the warp that completes a node's children merges them
+// in chunk order: segment_geometry.h). Up to local_finish_chunks chunks, the warp that merges the root then
+// re-reads the chunks to write them while they are still in L2. Longer rows: a second-pass kernel re-reads the
+// row to write it (the plan counts those rows' units apart, so it visits no other row), unless one block's shared
+// memory holds the row (per column tile): such a block row is read into it once, by one block of the second-pass
+// kernel, and written from there (normalize_block_row), and the first pass skips it. Where 32 vectors are whole
+// tokens, rows short enough are streamed instead: windows of lines across row boundaries, several rows finished
+// from one load (stream_softmax_rows). Three launches, or six for more than 131072 rows (the plan's memset and
+// CUB scan).
+//
+// Templates only: kernels/segment_softmax_<value>_<offset>.cu instantiate them, one type pair per file, so that a
+// build compiles the six in parallel. As one file it was the build's critical path: 177 s of nvcc for sm_90 alone
+// on one core here, where two of the six took 30 and 32 s (every other kernel file: under 16 s in the full build).
+#pragma once
+
+#include <cmath>
+#include <string>
+
+#include "launch.cuh"
+#include "segment_common.cuh"
+#include "segment_launch.h"
+#include "validate.h"
+
+namespace ragged {
+namespace detail {
+namespace {
+
+constexpr int kThreads = kSegmentThreads;
+
+__device__ __forceinline__ float nan_max(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : fmaxf(a, b); }
+
+// exp(m - reference), with an empty (all -inf) part contributing nothing.
+__device__ __forceinline__ float rescale(float m, float reference) { return m == -INFINITY ? 0.0f : expf(m - reference); }
+
+// Forward statistic: running max m and sum of exp(x - m).
+struct ForwardStat {
+  float m = -INFINITY;
+  float s = 0.0f;
+  // Commutes bitwise (merge_phases and the stream rely on it): both products are rounded before the add, which
+  // a contraction into an FMA would not do for one of them, so that merge(a, b) and merge(b, a) would differ.
+  __device__ void merge(const ForwardStat& o) {
+    const float top = nan_max(m, o.m);
+    s = __fmul_rn(s, rescale(m, top)) + __fmul_rn(o.s, rescale(o.m, top));
+    m = top;
+  }
+  __device__ ForwardStat shfl(int src) const {
+    return ForwardStat{__shfl_sync(0xffffffffu, m, src), __shfl_sync(0xffffffffu, s, src)};
+  }
+};
+
+struct BackwardStat {
+  float sum = 0.0f;
+  __device__ void merge(const BackwardStat& o) { sum += o.sum; }
+  __device__ BackwardStat shfl(int src) const { return BackwardStat{__shfl_sync(0xffffffffu, sum, src)}; }
+};
+
+struct SoftmaxForward {
+  using Stat = ForwardStat;
+  static constexpr bool kBackward = false;
+  static constexpr int kFloatsPerLane = kSoftmaxFloatsPerLane;
+
+  // What a tile's items past the row's end hold: they add nothing to the statistic (exp(-inf - top) = +0 for
+  // any top), so the loops below need no per-item branch.
+  static constexpr float kPadX = -INFINITY;
+  static constexpr float kPadDy = 0.0f;
+
+  // Folds items 0 .. N - 1 (x(i), those with counts(i)) into st: the new max first, then the running sum
+  // rescaled to it plus the items' exponentials (from the empty statistic this is exactly max, then sum of
+  // exp(x - max)). The max skips NaN (fmaxf, no branch per item); a NaN item makes the sum NaN instead, which
+  // every later merge keeps and which turns the whole column's output into NaN, as a NaN max would. A unit's
+  // tile counts every item (its pads add +0); a stream's window only the row's, which gives the same bits.
+  template <int N, typename X, typename Dy, typename Counts>
+  __device__ static void accumulate(Stat& st, X x, Dy, Counts counts, bool) {
+    float top = st.m;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (counts(i)) top = fmaxf(top, x(i));
+    if (top == -INFINITY) {  // nothing but -inf so far, or NaN: the sum stays 0 unless a NaN came
+#pragma unroll
+      for (int i = 0; i < N; ++i)
+        if (counts(i) && isnan(x(i))) st.s = NAN;
+      return;
+    }
+    float sum = st.s * rescale(st.m, top);
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (counts(i)) sum += expf(x(i) - top);
+    st = Stat{top, sum};
+  }
+  // Per column, once: log(sum) for log-softmax, 1 / sum for softmax (a multiply per element, not a division).
+  struct Scale {
+    float m;
+    float k;
+  };
+  __device__ static Scale prepare(const Stat& st, bool log) { return Scale{st.m, log ? logf(st.s) : 1.0f / st.s}; }
+  template <bool kLog>
+  __device__ static float apply(const Scale& c, float x, float) {
+    return kLog ? (x - c.m) - c.k : expf(x - c.m) * c.k;
+  }
+  __device__ static void store(const Stat& st, float* a, float* b, std::int64_t at) {
+    a[at] = st.m;
+    b[at] = st.s;
+  }
+  __device__ static Stat load(const float* a, const float* b, std::int64_t at) {
+    return Stat{__ldcg(a + at), __ldcg(b + at)};
+  }
+};
+
+// x holds y (the forward output), dy the incoming gradient.
+struct SoftmaxBackward {
+  using Stat = BackwardStat;
+  static constexpr bool kBackward = true;
+  static constexpr int kFloatsPerLane = kSoftmaxBackwardFloatsPerLane;
+
+  static constexpr float kPadX = 0.0f;   // past the row's end: adds +0 to the sum either way
+  static constexpr float kPadDy = 0.0f;
+
+  // As SoftmaxForward::accumulate: items 0 .. N - 1 with counts(i), in order. The fused multiply-adds are
+  // written out: left to contraction, whether one forms may differ between the unit's and the stream's inlined
+  // copies (the stream's per-item condition), and so would their bits.
+  template <int N, typename Y, typename Dy, typename Counts>
+  __device__ static void accumulate(Stat& st, Y y, Dy dy, Counts counts, bool log) {
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (counts(i)) st.sum = log ? st.sum + dy(i) : fmaf(dy(i), y(i), st.sum);
+  }
+  using Scale = Stat;
+  __device__ static Scale prepare(const Stat& st, bool) { return st; }
+  template <bool kLog>
+  __device__ static float apply(const Scale& st, float y, float dy) {
+    return kLog ? fmaf(-expf(y), st.sum, dy) : y * (dy - st.sum);
+  }
+  __device__ static void store(const Stat& st, float* a, float*, std::int64_t at) { a[at] = st.sum; }
+  __device__ static Stat load(const float* a, const float*, std::int64_t at) { return Stat{__ldcg(a + at)}; }
+};
+
+// Folds column v of a register tile, every item, into st.
+template <typename Op, int N, int V>
+__device__ __forceinline__ void accumulate_tile(typename Op::Stat& st, const float (&x)[N][V],
+                                                const float (&dy)[N][V], int v, bool log) {
+  Op::template accumulate<N>(
+      st, [&](int i) { return x[i][v]; }, [&](int i) { return dy[i][v]; }, [](int) { return true; }, log);
+}
+
+// A tiny row, by one lane: per column, the statistic (folded 4 tokens at a time, as a unit folds its register
+// tiles), then the writes. Its head (row_pass) holds tokens 0..3 of column 0, so at D = 1 a row of up to 4 tokens
+// is read once, by the row pass, and written from registers.
+struct XDy {
+  float x;
+  float dy;  // backward only
+};
+
+template <typename Op, typename T, typename OffsetT>
+__device__ __forceinline__ XDy load_xdy(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t at) {
+  return XDy{to_float(a.x[at]), Op::kBackward ? to_float(a.dy[at]) : 0.0f};
+}
+
+template <typename Op, typename T, typename OffsetT>
+__device__ __forceinline__ TinyHead<XDy> softmax_tiny_head(const SegmentSoftmaxArgs<T, OffsetT>& a,
+                                                           std::int64_t begin, std::int64_t length) {
+  const std::int64_t D = a.layout.geometry.inner;
+  return load_tiny_head(length, XDy{Op::kPadX, Op::kPadDy},
+                        [&](std::int64_t t) { return load_xdy<Op>(a, (begin + t) * D); });
+}
+
+template <typename Op, typename T, typename OffsetT>
+__device__ void normalize_tiny_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t begin, std::int64_t length,
+                                   const TinyHead<XDy>& head) {
+  const std::int64_t D = a.layout.geometry.inner;
+  const XDy pad{Op::kPadX, Op::kPadDy};
+  for (std::int64_t c = 0; c < D; ++c) {
+    auto load = [&](std::int64_t t) { return load_xdy<Op>(a, (begin + t) * D + c); };
+    typename Op::Stat st;
+    walk_tiny(length, head, c == 0, pad, load, [&](std::int64_t, const XDy (&e)[kTinyHead]) {
+      float x[kTinyHead][1], dy[kTinyHead][1];
+#pragma unroll
+      for (int k = 0; k < kTinyHead; ++k) {
+        x[k][0] = e[k].x;
+        dy[k][0] = e[k].dy;
+      }
+      accumulate_tile<Op, kTinyHead, 1>(st, x, dy, 0, a.log);
+    });
+    const typename Op::Scale scale = Op::prepare(st, a.log);
+    walk_tiny(length, head, c == 0, pad, load, [&](std::int64_t t0, const XDy (&e)[kTinyHead]) {
+#pragma unroll
+      for (int k = 0; k < kTinyHead; ++k)
+        if (t0 + k < length)
+          a.out[(begin + t0 + k) * D + c] = from_float<T>(a.log ? Op::template apply<true>(scale, e[k].x, e[k].dy)
+                                                                : Op::template apply<false>(scale, e[k].x, e[k].dy));
+    });
+  }
+}
+
+// Whether a unit of this kernel can take several register tiles (geometry.sweeps > 1): only when one tile holds
+// fewer tokens than the softmax minimum chunk, i.e. 16-bit elements with 16-byte vectors.
+template <typename Op, typename T, int V>
+constexpr bool kMaySweep = Op::kFloatsPerLane / V < softmax_min_chunk_tokens(Op::kBackward, sizeof(T));
+
+enum class Pass {
+  kFirst,        // statistic; the output too when the row is one chunk
+  kSecond,       // the second-pass kernel: output of the rows that do not finish locally
+  kLocalSecond,  // output of a row that finishes locally, by the warp that merged its root
+};
+
+// Unit `local` of row b, whose partials start at slot first_partial. First pass: statistic, and the output too
+// when the row is this single unit; returns true (warp-uniform) when this warp merged the root of a locally
+// finished (row, tile). Second passes: the output from the row's merged statistic, read from the
+// row's first partial slot. The unit's tokens are read one register tile (phases * N tokens) at a time.
+// kLog == a.log: a template parameter so that the write loop does not choose per element.
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+__device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t b, std::int64_t local,
+                               std::int64_t first_partial, Pass pass) {
+  constexpr int N = Op::kFloatsPerLane / V;
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t D = g.inner;
+  const std::int64_t chunk = local / g.tiles, tile = local % g.tiles;
+  const LaneSlot slot = lane_slot(g, tile);
+  std::int64_t begin = 0, length = 0;
+  row_extent(L.offsets, b, L.nnz, begin, length);
+  const std::int64_t chunks = chunks_of(length, g);
+  const bool single = chunks == 1;
+  const bool local_finish = finishes_locally(chunks, g);
+  // All warp-uniform: the whole warp works on row b. A row whose partial slots would pass the workspace (only
+  // with malformed, overlapping offsets) keeps no statistics and gets no output.
+  if (pass == Pass::kSecond && (single || local_finish)) return false;
+  if (!single && first_partial + chunks > L.partial_capacity) return false;
+  const bool second_pass = pass != Pass::kFirst;
+  const std::int64_t t0 = chunk * g.chunk_tokens;
+  const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
+  const std::int64_t tile_tokens = static_cast<std::int64_t>(g.phases) * N;
+  // Register tiles holding tokens of this chunk (>= 1); always 1 where a tile is a whole chunk (the launcher
+  // checks), which keeps those kernels' loops out of the code.
+  const int sweeps = kMaySweep<Op, T, V> ? static_cast<int>((t1 - t0 + tile_tokens - 1) / tile_tokens) : 1;
+
+  // Lane item i of register tile s is token first(s) + i * phases, at element offset at(s) + i * stride; the
+  // tile's first count(s) items lie inside the chunk. Items are addressed from the tile's offset instead of
+  // (begin + t) * D each (a 64-bit multiply per item), and one compare against the count guards an item.
+  const std::int64_t stride = static_cast<std::int64_t>(g.phases) * D;
+  auto first = [&](int s) { return t0 + s * tile_tokens + slot.phase; };
+  auto at = [&](int s) { return (begin + first(s)) * D + slot.vcol * V; };
+  auto count = [&](int s) {
+    const std::int64_t left = t1 - first(s);
+    const std::int64_t items = (left + g.phases - 1) / g.phases;
+    return !slot.active || left <= 0 ? 0 : items < N ? static_cast<int>(items) : N;
+  };
+  float x[N][V];
+  float dy[N][V];
+  auto load_tile = [&](int s) {
+    const int n = count(s);
+    const std::int64_t offset = at(s);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (i < n) {
+        load_floats<T, V>(a.x + offset + i * stride, x[i]);
+        if constexpr (Op::kBackward) load_floats<T, V>(a.dy + offset + i * stride, dy[i]);
+      } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          x[i][v] = Op::kPadX;
+          dy[i][v] = Op::kPadDy;
+        }
+      }
+    }
+  };
+
+  // First pass: every tile, folded into the statistic. Second passes: only the last tile here (the write loop
+  // below starts with it). Either way the last tile is in registers afterwards.
+  typename Op::Stat st[V];
+#pragma unroll 1
+  for (int s = second_pass ? sweeps - 1 : 0; s < sweeps; ++s) {
+    load_tile(s);
+    if (!second_pass) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) accumulate_tile<Op, N, V>(st[v], x, dy, v, kLog);
+    }
+  }
+  if (second_pass) {
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      if (slot.active) st[v] = Op::load(a.partial_a, a.partial_b, first_partial * D + slot.vcol * V + v);
+  } else {
+    if (g.narrow) {
+      // Phase 0 merges the other phases (merge_phases), then hands the result back to them.
+      merge_phases(st, g, slot);
+#pragma unroll
+      for (int v = 0; v < V; ++v) st[v] = st[v].shfl(static_cast<int>(slot.vcol));
+    }
+    if (!single) {
+      // Store this chunk's statistics and climb the row's merge tree; its root leaves the row's statistics in
+      // the first partial slot, for the local finish (the caller) or the second-pass kernel.
+      const bool holder = g.narrow ? slot.phase == 0 : slot.active;
+      if (holder) {
+#pragma unroll
+        for (int v = 0; v < V; ++v)
+          Op::store(st[v], a.partial_a, a.partial_b, (first_partial + chunk) * D + slot.vcol * V + v);
+      }
+      using Stat = typename Op::Stat;
+      auto store = [&](const Stat& merged, std::int64_t at) { Op::store(merged, a.partial_a, a.partial_b, at); };
+      const bool root = merge_tile_partials<Stat>(
+          L, tile, first_partial, chunk, chunks,
+          [&](std::int64_t at) { return Op::load(a.partial_a, a.partial_b, at); }, store,
+          [&](std::int64_t col, const Stat& merged) { store(merged, first_partial * D + col); });
+      return root && local_finish;
+    }
+  }
+  typename Op::Scale scale[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) scale[v] = Op::prepare(st[v], kLog);
+  // Last tile first: it is still in registers.
+#pragma unroll 1
+  for (int s = sweeps - 1; s >= 0; --s) {
+    if (s != sweeps - 1) load_tile(s);
+    const int n = count(s);
+    std::int64_t offset = at(s);
+#pragma unroll
+    for (int i = 0; i < N; ++i, offset += stride) {
+      if (i >= n) continue;
+      float y[V];
+#pragma unroll
+      for (int v = 0; v < V; ++v) y[v] = Op::template apply<kLog>(scale[v], x[i][v], Op::kBackward ? dy[i][v] : 0.0f);
+      store_floats<T, V>(a.out + offset, y);
+    }
+  }
+  return false;
+}
+
+// Lines of 32 vectors a stream holds at once: the unit's register tile (kFloatsPerLane / V vectors per lane),
+// held raw. A row fits a window when its tokens lie on at most that many lines from its first line (a one-chunk
+// row does unless it is nearly chunk_tokens long and starts off a line boundary).
+template <typename Op, int V>
+constexpr int kWindowLines = Op::kFloatsPerLane / V;
+
+template <typename Op, int V>
+__device__ __forceinline__ bool fits_window(const SegmentGeometry& g, std::int64_t begin, std::int64_t length) {
+  const int shift = __ffs(g.phases) - 1;  // a line is phases = 1 << shift tokens
+  return ((begin + length - 1) >> shift) - (begin >> shift) < kWindowLines<Op, V>;
+}
+
+// Row r, which lies on lines k0 .. k1 - 1 of a stream's window (x, dy: this lane's vectors of the window's lines,
+// at element offsets base + k * 32 V; token: the token of this lane's vector on line 0), finished from registers
+// as normalize_unit finishes a one-chunk row: the statistic of this lane's tokens of the row, merge_phases'
+// tree, then the writes. The lane meets the tokens of normalize_unit's phase (token - begin) mod phases in the
+// same order; its phases are rotated by the row's start, which the tree does not see (a rotation maps each of its
+// levels of power-of-two pairs onto itself, and a merge of two statistics commutes bitwise), so the bits are
+// normalize_unit's.
+template <typename Op, typename T, typename OffsetT, int V, bool kLog, int U>
+__device__ __forceinline__ void normalize_window_row(const SegmentSoftmaxArgs<T, OffsetT>& a, const Vec<T, V> (&x)[U],
+                                                     const Vec<T, V> (&dy)[U], const StreamRow& r,
+                                                     std::int64_t first_token, std::int64_t token, std::int64_t base,
+                                                     int shift, int phase, int vcol) {
+  const SegmentGeometry& g = a.layout.geometry;
+  const int k0 = static_cast<int>((r.begin - first_token) >> shift);
+  const int k1 = static_cast<int>((r.begin + r.length - first_token + g.phases - 1) >> shift);
+  // This lane's token index in the row at line k (a window spans at most chunk_tokens: 32 bits).
+  const int at0 = static_cast<int>(token - r.begin);
+  const unsigned length = static_cast<unsigned>(r.length);
+  auto counts = [&](int k) { return k >= k0 && k < k1 && static_cast<unsigned>(at0 + k * g.phases) < length; };
+  typename Op::Stat st[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    Op::template accumulate<U>(
+        st[v], [&](int k) { return to_float(x[k].v[v]); }, [&](int k) { return to_float(dy[k].v[v]); }, counts,
+        kLog);
+  }
+  merge_phases(st, g, LaneSlot{vcol, phase, true});
+  typename Op::Scale scale[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) scale[v] = Op::prepare(st[v].shfl(vcol), kLog);
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    if (!counts(k)) continue;
+    float y[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      y[v] = Op::template apply<kLog>(scale[v], to_float(x[k].v[v]), Op::kBackward ? to_float(dy[k].v[v]) : 0.0f);
+    store_floats<T, V>(a.out + base + k * kWarpSize * V, y);
+  }
+}
+
+// The rows that fit a window (fits_window) of this warp's share from unit u on (c at u's row), streamed: a window
+// is the U lines of 32 vectors from a row's first line, loaded at once (its x, and dy backward); every row that
+// lies inside it is finished from registers (normalize_window_row), then the next window starts at the first row
+// that does not. Why: rows of a few hundred bytes to a few KB (D = 64 with 1 to 4 tokens, D = 1 with lengths
+// around 256) are one unit each in the walk, whose per-unit cost (the cursor step, the setup with its 64-bit
+// divisions, a round trip for the loads, exponentials of the whole tile's padding) exceeded the row's data; a
+// window serves several such rows with one round trip and computes only their items. Returns with u past the
+// rows it finished and c at u's row when that row does not fit a window (the unit walk takes it), or with
+// u == end. token_end: the end of the share's last row; nothing past it is loaded.
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+__device__ void stream_softmax_rows(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t& u, UnitCursor& c,
+                                    std::int64_t end, std::int64_t token_end) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  constexpr int U = kWindowLines<Op, V>;
+  const int lane = lane_id();
+  const StreamLane place = stream_lane(g);
+  const int phase = place.phase, vcol = place.vcol, shift = place.shift;
+  RowWork entry;
+  StreamRow r = begin_stream(c, entry);
+  while (true) {
+    // Line k of the window holds tokens first_token + k * phases .. + phases - 1; this lane's vector of it lies
+    // at element base + k * 32 V.
+    const std::int64_t line = r.begin >> shift;
+    const std::int64_t first_token = line << shift;
+    const std::int64_t window_end = first_token + (static_cast<std::int64_t>(U) << shift);
+    const std::int64_t token = first_token + phase;
+    const std::int64_t base = (line * kWarpSize + lane) * V;
+    Vec<T, V> x[U], dy[U];  // dy: backward only
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      const bool load = token + k * g.phases < token_end;
+#pragma unroll
+      for (int v = 0; v < V; ++v) x[k].v[v] = dy[k].v[v] = from_float<T>(0.0f);
+      if (load) {
+        x[k] = *reinterpret_cast<const Vec<T, V>*>(a.x + base + k * kWarpSize * V);
+        if constexpr (Op::kBackward) dy[k] = *reinterpret_cast<const Vec<T, V>*>(a.dy + base + k * kWarpSize * V);
+      }
+    }
+    do {
+      normalize_window_row<Op, T, OffsetT, V, kLog>(a, x, dy, r, first_token, token, base, shift, phase, vcol);
+      if (!step_stream(L, u, c, end, entry, r,
+                       [&](const StreamRow& s) { return fits_window<Op, V>(g, s.begin, s.length); }))
+        return;
+      // Malformed offsets only can place the next row before this one.
+    } while (r.begin >= first_token && r.begin + r.length <= window_end);
+  }
+}
+
+template <typename Op, typename T, typename OffsetT>
+__global__ void __launch_bounds__(kThreads)
+    segment_softmax_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  row_pass(
+      a.layout,
+      [&](std::int64_t, std::int64_t begin, std::int64_t length) { return softmax_tiny_head<Op>(a, begin, length); },
+      [&](std::int64_t, std::int64_t begin, std::int64_t length, const TinyHead<XDy>& head) {
+        normalize_tiny_row<Op>(a, begin, length, head);
+      },
+      [](std::int64_t, unsigned) {});  // an empty row has no output
+}
+
+// Capped at 128 registers (2 blocks of 256 per SM): without the cap ptxas gives the forward kernel with scalar
+// loads ~160 (one block per SM); with it no first-pass kernel spills (sm_90: 96-128 registers). kStream: the
+// geometry streams the rows that fit a window (softmax_streams_rows), a separate kernel so that the others keep
+// their registers.
+template <typename Op, typename T, typename OffsetT, int V, bool kLog, bool kStream>
+__global__ void __launch_bounds__(kThreads, 2)
+    segment_softmax_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  const SegmentLayout<OffsetT>& L = a.layout;
+  stage_plan(L);
+  const std::int64_t tiles = L.geometry.tiles;
+  std::int64_t token_end = -1;  // found when the share first streams
+  // Each warp walks a contiguous share of the units with a cursor (walk_units), as the reductions do: a
+  // lookup per unit (a plan search and a scan of up to 128 rows' offsets) cost ~1900 instructions per unit at
+  // D = 64 on rows of 0..4 tokens (first H100 run: 201 M instructions, 314 us for 64 MiB). A warp that merges the
+  // root of a locally finished (row, tile) writes that tile's chunks before its next unit; they are at most
+  // kLocalFinishChunks units read just before, by this warp or the next ones, so still in L2. One
+  // normalize_unit call site for both passes keeps the kernel at one inlined copy of it (registers).
+  walk_units<true>(L, &RowWork::units, [&](std::int64_t& u, UnitCursor& at, std::int64_t end) {
+    if (kStream && fits_window<Op, V>(L.geometry, at.begin, at.length)) {
+      if (token_end < 0) token_end = share_token_end(L, end);
+      stream_softmax_rows<Op, T, OffsetT, V, kLog>(a, u, at, end, token_end);
+      return;
+    }
+    std::int64_t local = u - at.before.units, tile = 0, chunk = 0, chunks = 0;
+    ++u;
+    Pass pass = Pass::kFirst;
+    while (true) {
+      const bool root = normalize_unit<Op, T, OffsetT, V, kLog>(a, at.row, local, at.before.partials, pass);
+      if (pass == Pass::kFirst) {
+        if (!root) return;
+        pass = Pass::kLocalSecond;
+        tile = local % tiles;
+        chunks = chunks_of(at.length, L.geometry);
+      } else if (++chunk == chunks) {
+        return;
+      }
+      local = chunk * tiles + tile;
+    }
+  });
+}
+
+// Block rows (is_block_row): rows too long to finish locally whose column tiles one block holds in shared memory.
+// The block's threads take a (row, tile)'s tokens as the lanes of a unit would (lane_slot), warp w the token
+// passes w, w + 8, ...: a thread loads its items kFloatsPerLane / V vectors at a time, folds them into its
+// statistic as a unit folds a register tile, and parks them in shared memory (token t at t * pitch); the phases
+// merge within the warp (merge_phases), the warps in warp order (merge_block_warps); then each thread writes the
+// items it parked. One DRAM read and one write of the row, where its chunks would be read twice (first and second
+// pass), and a statistic whose order depends only on the row's length and the geometry.
+constexpr int kBlockRowBlocksPerSm = 2;  // one block loads while the other writes
+
+// Merges the warps' statistics of each column in warp order and hands every thread its column's result. On entry
+// the holders (narrow: the phase-0 lanes, after merge_phases; wide: the active lanes) hold their warp's. Called
+// by the whole block.
+template <typename Stat, int V>
+__device__ __forceinline__ void merge_block_warps(Stat (&st)[V], const SegmentGeometry& g, const LaneSlot& slot) {
+  static_assert(sizeof(Stat) <= sizeof(std::int64_t), "a statistic per scratch word");
+  __shared__ std::int64_t scratch_words[kBlockWarps * kWarpSize];
+  Stat* scratch = reinterpret_cast<Stat*>(scratch_words);
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize, lane = lane_id();
+  const bool holder = g.narrow ? slot.phase == 0 : slot.active;
+  const int column_lane = g.narrow ? static_cast<int>(slot.vcol) : lane;  // where the column's holder sits
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    __syncthreads();  // the previous column's readers are done with the scratch
+    if (holder) scratch[warp * kWarpSize + lane] = st[v];
+    __syncthreads();
+    if (warp == 0 && holder) {
+      Stat merged = scratch[lane];
+      for (int w = 1; w < kBlockWarps; ++w) merged.merge(scratch[w * kWarpSize + lane]);
+      scratch[lane] = merged;
+    }
+    __syncthreads();
+    st[v] = scratch[column_lane];
+  }
+}
+
+// Column tile `tile` of the block row [begin, begin + length), by the whole block, through `staged` (room for
+// length * block_row_pitch elements, twice backward: the launcher sized block_tokens to it).
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+__device__ void normalize_block_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t begin, std::int64_t length,
+                                    std::int64_t tile, T* staged) {
+  constexpr int N = Op::kFloatsPerLane / V;  // items per load batch: a unit's register tile
+  const SegmentGeometry& g = a.layout.geometry;
+  const std::int64_t D = g.inner;
+  const LaneSlot slot = lane_slot(g, tile);
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const std::int64_t pitch = block_row_pitch(g);
+  // Item k of this thread is token first + k * step: at element at0 + k * global_step of the values and
+  // staged0 + k * staged_step of the staging (ints: a block row fits in shared memory).
+  const std::int64_t first = slot.phase + static_cast<std::int64_t>(g.phases) * warp;
+  const std::int64_t step = static_cast<std::int64_t>(g.phases) * kBlockWarps;
+  const int items = slot.active && first < length ? static_cast<int>((length - first + step - 1) / step) : 0;
+  const std::int64_t at0 = (begin + first) * D + slot.vcol * V, global_step = step * D;
+  const int column = static_cast<int>(slot.vcol - (g.narrow ? 0 : tile * kWarpSize)) * V;
+  const int staged0 = static_cast<int>(first * pitch) + column, staged_step = static_cast<int>(step * pitch);
+  T* staged_dy = staged + length * pitch;  // backward: dy after y
+
+  typename Op::Stat st[V];
+#pragma unroll 1
+  for (int k0 = 0; k0 < items; k0 += N) {
+    float x[N][V];
+    float dy[N][V];
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (k0 + i < items) {
+        const std::int64_t at = at0 + (k0 + i) * global_step;
+        load_floats<T, V>(a.x + at, x[i]);
+        if constexpr (Op::kBackward) load_floats<T, V>(a.dy + at, dy[i]);
+      } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          x[i][v] = Op::kPadX;
+          dy[i][v] = Op::kPadDy;
+        }
+      }
+    }
+#pragma unroll
+    for (int v = 0; v < V; ++v) accumulate_tile<Op, N, V>(st[v], x, dy, v, kLog);
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (k0 + i >= items) continue;
+      const int at = staged0 + (k0 + i) * staged_step;
+      store_floats<T, V>(staged + at, x[i]);  // exact: the floats came from T
+      if constexpr (Op::kBackward) store_floats<T, V>(staged_dy + at, dy[i]);
+    }
+  }
+  if (g.narrow) merge_phases(st, g, slot);
+  merge_block_warps(st, g, slot);  // its barriers also order the staging's writes before the reads below
+
+  typename Op::Scale scale[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) scale[v] = Op::prepare(st[v], kLog);
+#pragma unroll 1
+  for (int k0 = 0; k0 < items; k0 += N) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      if (k0 + i >= items) continue;
+      const int at = staged0 + (k0 + i) * staged_step;
+      float x[V], dy[V], y[V];
+      load_floats<T, V>(staged + at, x);
+      if constexpr (Op::kBackward) load_floats<T, V>(staged_dy + at, dy);
+#pragma unroll
+      for (int v = 0; v < V; ++v) y[v] = Op::template apply<kLog>(scale[v], x[v], Op::kBackward ? dy[v] : 0.0f);
+      store_floats<T, V>(a.out + at0 + (k0 + i) * global_step, y);
+    }
+  }
+  __syncthreads();  // the staging is the block's next block row's
+}
+
+// The rows the first pass left, by slots (RowWork::second_units): the units of the rows that did not finish
+// locally, written from their merged statistics, and the block rows. A warp takes one slot at a time; the slots of
+// a block row's column tile are kBlockWarps consecutive ones, aligned, which the grid-stride loop gives to the
+// warps of one block in the same round, so that block takes the tile whole. Its dynamic shared memory stages the
+// block rows (kBlockRowBlocksPerSm blocks per SM).
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+__global__ void __launch_bounds__(kThreads, kBlockRowBlocksPerSm)
+    segment_softmax_second_pass_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  extern __shared__ __align__(16) unsigned char block_staging[];
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t total = L.plan[row_groups(L.batch)].second_units;  // a multiple of kBlockWarps
+  // Last slot first: the first pass walked the units in order, so its last ones are what L2 still holds (up to
+  // its size), and the start of this pass re-reads them from there. The order changes no result.
+  for (std::int64_t i = global_warp(); i < total; i += total_warps()) {
+    const std::int64_t u = total - 1 - i;
+    const RowLocation at = locate_row<false>(L, u, &RowWork::second_units);
+    const std::int64_t local = u - at.before.second_units;
+    std::int64_t begin = 0, length = 0;
+    row_extent(L.offsets, at.row, L.nnz, begin, length);
+    if (is_block_row(length, g)) {  // the same row for the block's every warp: its barriers are safe
+      normalize_block_row<Op, T, OffsetT, V, kLog>(a, begin, length, local / kBlockWarps,
+                                                   reinterpret_cast<T*>(block_staging));
+    } else if (local < chunks_of(length, g) * g.tiles) {  // not one of the row's idle slots
+      normalize_unit<Op, T, OffsetT, V, kLog>(a, at.row, local, at.before.partials, Pass::kSecond);
+    }
+  }
+}
+
+// Shared memory of the second-pass kernel for its block rows, and the longest block row it holds (both 0 where
+// block rows are off or no token fits).
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+Status block_row_staging(const SegmentGeometry& g, std::size_t& bytes, std::int64_t& tokens) {
+  bytes = 0;
+  tokens = 0;
+  if (!segment_block_rows_enabled()) return Status::kSuccess;
+  const auto kernel = &segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog>;
+  RAGGED_RETURN_IF_ERROR(
+      shared_bytes_for_residency(reinterpret_cast<const void*>(kernel), kBlockRowBlocksPerSm, bytes));
+  tokens = softmax_block_tokens(g, sizeof(T), Op::kBackward, bytes);
+  if (tokens == 0) bytes = 0;
+  return Status::kSuccess;
+}
+
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t stream) {
+  const SegmentGeometry& given = args.layout.geometry;
+  if (given.chunk_tokens != static_cast<std::int64_t>(given.phases) * (Op::kFloatsPerLane / V) * given.sweeps ||
+      (given.sweeps > 1 && !kMaySweep<Op, T, V>))
+    return fail(Status::kInvalidArgument, "segment_softmax: geometry does not match the kernel's register tile");
+  // The block rows' limit enters the geometry before the row pass plans with it.
+  SegmentSoftmaxArgs<T, OffsetT> a = args;
+  std::size_t staging = 0;
+  RAGGED_RETURN_IF_ERROR(
+      (block_row_staging<Op, T, OffsetT, V, kLog>(a.layout.geometry, staging, a.layout.geometry.block_tokens)));
+  const SegmentLayout<OffsetT>& L = a.layout;
+  const SegmentGeometry& g = L.geometry;
+  RAGGED_RETURN_IF_ERROR(
+      build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L, "segment_softmax_rows_kernel", stream));
+  const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
+  unsigned blocks = 0;
+  const std::size_t shared = first_pass_shared_bytes(L.batch);
+  const auto kernel = softmax_streams_rows(g) && segment_stream_enabled()
+                          ? &segment_softmax_kernel<Op, T, OffsetT, V, kLog, true>
+                          : &segment_softmax_kernel<Op, T, OffsetT, V, kLog, false>;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(kernel, units, blocks, shared));
+  kernel<<<blocks, kThreads, shared, stream>>>(a);
+  RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_kernel"));
+  const auto second = &segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog>;
+  RAGGED_RETURN_IF_ERROR(persistent_grid(second, units, blocks, staging));
+  second<<<blocks, kThreads, staging, stream>>>(a);
+  return check_launch("segment_softmax_second_pass_kernel");
+}
+
+template <typename Op, typename T, typename OffsetT>
+Status launch_softmax_vec(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t stream) {
+  constexpr int kVec = 16 / sizeof(T);
+  if (a.layout.geometry.vec == kVec)
+    return a.log ? launch_softmax<Op, T, OffsetT, kVec, true>(a, stream)
+                 : launch_softmax<Op, T, OffsetT, kVec, false>(a, stream);
+  if (a.layout.geometry.vec == 1)
+    return a.log ? launch_softmax<Op, T, OffsetT, 1, true>(a, stream) : launch_softmax<Op, T, OffsetT, 1, false>(a, stream);
+  return fail(Status::kUnsupportedShape,
+              "segment_softmax: no kernel for vector width " + std::to_string(a.layout.geometry.vec));
+}
+
+template <typename Op, typename T, typename OffsetT>
+Status block_tokens_of(const SegmentGeometry& g, bool log, std::int64_t& tokens) {
+  constexpr int kVec = 16 / sizeof(T);
+  std::size_t bytes = 0;
+  if (g.vec == kVec)
+    return log ? block_row_staging<Op, T, OffsetT, kVec, true>(g, bytes, tokens)
+               : block_row_staging<Op, T, OffsetT, kVec, false>(g, bytes, tokens);
+  if (g.vec == 1)
+    return log ? block_row_staging<Op, T, OffsetT, 1, true>(g, bytes, tokens)
+               : block_row_staging<Op, T, OffsetT, 1, false>(g, bytes, tokens);
+  return fail(Status::kUnsupportedShape, "segment_softmax: no kernel for vector width " + std::to_string(g.vec));
+}
+
+}  // namespace
+
+template <typename T, typename OffsetT>
+Status segment_softmax_block_tokens(const SegmentGeometry& g, bool backward, bool log, std::int64_t& tokens) {
+  return backward ? block_tokens_of<SoftmaxBackward, T, OffsetT>(g, log, tokens)
+                  : block_tokens_of<SoftmaxForward, T, OffsetT>(g, log, tokens);
+}
+
+template <typename T, typename OffsetT>
+Status launch_segment_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t stream) {
+  return args.backward ? launch_softmax_vec<SoftmaxBackward>(args, stream)
+                       : launch_softmax_vec<SoftmaxForward>(args, stream);
+}
+
+#define RAGGED_INSTANTIATE_SEGMENT_SOFTMAX(T, O)                                                          \
+  template Status launch_segment_softmax<T, O>(const SegmentSoftmaxArgs<T, O>&, cudaStream_t);             \
+  template Status segment_softmax_block_tokens<T, O>(const SegmentGeometry&, bool, bool, std::int64_t&);
+
+}  // namespace detail
+}  // namespace ragged
