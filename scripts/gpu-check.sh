@@ -7,7 +7,8 @@
 #   scripts/gpu-check.sh OUTDIR
 #
 # Writes (eight files, so that a device run's $OUT brings every one back):
-#   OUTDIR/summary.md       pass/fail table, one row per step and per sanitizer tool x test, with exit codes;
+#   OUTDIR/summary.md       pass/fail table, one row per step and per sanitizer tool x test, with exit codes and
+#                           seconds;
 #                           then the issues' targets judged from this run (scripts/summarize_targets.py)
 #   OUTDIR/build.log        cmake configure + ninja build
 #   OUTDIR/ctest.log        ctest --output-on-failure
@@ -28,6 +29,8 @@
 #   RAGGED_BUILD_DIR           build folder (default: build)
 #   RAGGED_SANITIZER_FILTER    Catch2 test spec passed to the GPU tests under the sanitizers (default: all)
 #   RAGGED_SANITIZER_TOOLS     tools to run (default: "memcheck racecheck initcheck synccheck")
+#   RAGGED_SANITIZER_PROGRAMS  GPU test programs to run under them, by name (default: every gpu_test_*), e.g.
+#                              "gpu_test_segment_softmax gpu_test_rnn" for a short call on what a change touched
 #   RAGGED_SANITIZER_JOBS      sanitizer runs at once (default: the CPU count; they are mostly CPU-bound)
 #   RAGGED_SANITIZER_SPLIT_TOOLS  tools that run each test case as its own run (default: "racecheck initcheck",
 #                              which took over 480 s on gpu_test_attention / gpu_test_rnn whole); the others run a
@@ -94,8 +97,8 @@ write_summary() {  # write_summary [final]: rewritten after every step, so a che
     echo "- results folder: \`docs/results/$(date -u +%Y-%m-%d)-$gpu_slug-${commit%-dirty}/\`"
     echo "- verdict: $state"
     echo
-    echo "| step | result | exit code | log |"
-    echo "| --- | --- | --- | --- |"
+    echo "| step | result | exit code | log | s |"
+    echo "| --- | --- | --- | --- | --- |"
     printf '%s\n' "${rows[@]}"
     if [ -n "$targets_report" ] && [ -f "$targets_report" ]; then
       echo
@@ -103,9 +106,17 @@ write_summary() {  # write_summary [final]: rewritten after every step, so a che
     fi
   } >"$out/summary.md"
 }
-record() {     # record STEP RESULT RC LOG
-  rows+=("| $1 | $2 | $3 | $4 |")
-  printf '%-48s %-6s rc=%s\n' "$1" "$2" "$3"
+# record STEP RESULT RC LOG: a row of the table, its last column the wall seconds since the previous row (the
+# steps run one after another, so this is the step's time; a sanitizer row's is since the previous run finished):
+# what the next call's plan fits into a device session's minutes.
+last_row_time=$start_time
+record() {
+  local now seconds
+  now=$(date +%s)
+  seconds=$((now - last_row_time))
+  last_row_time=$now
+  rows+=("| $1 | $2 | $3 | $4 | $seconds |")
+  printf '%-48s %-6s rc=%-4s %ss\n' "$1" "$2" "$3" "$seconds"
   case "$2" in
     pass | "not run (no case matches the filter)") ;;
     *) failures=$((failures + 1)) ;;
@@ -267,12 +278,19 @@ if [ "$configure_rc" -eq 0 ]; then
 
   # ---- GPU tests under compute-sanitizer ------------------------------------------------------------------
   mapfile -t gpu_tests < <(find "$build/tests" -maxdepth 1 -type f -name 'gpu_test_*' -perm -u+x | sort)
+  if [ -n "${RAGGED_SANITIZER_PROGRAMS:-}" ]; then  # only the named programs, e.g. those a change touched
+    picked=()
+    for test in "${gpu_tests[@]}"; do
+      if [[ " $RAGGED_SANITIZER_PROGRAMS " == *" $(basename "$test") "* ]]; then picked+=("$test"); fi
+    done
+    gpu_tests=("${picked[@]}")
+  fi
   if [ "${RAGGED_SKIP_SANITIZERS:-0}" = "1" ]; then
     echo "compute-sanitizer runs skipped (RAGGED_SKIP_SANITIZERS=1)" >"$out/sanitizers.log"
   elif ! command -v compute-sanitizer >/dev/null 2>&1; then
     record "compute-sanitizer" "FAIL" "127" "not found on PATH or in /usr/local/cuda/bin"
   elif [ ${#gpu_tests[@]} -eq 0 ]; then
-    record "compute-sanitizer" "FAIL" "-" "no $build/tests/gpu_test_* executables"
+    record "compute-sanitizer" "FAIL" "-" "no $build/tests/gpu_test_* executables${RAGGED_SANITIZER_PROGRAMS:+ named in RAGGED_SANITIZER_PROGRAMS}"
   else
     : >"$out/sanitizers.log"
     runs=$(mktemp -d)
