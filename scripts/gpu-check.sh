@@ -290,7 +290,8 @@ if [ "$configure_rc" -eq 0 ]; then
   elif ! command -v compute-sanitizer >/dev/null 2>&1; then
     record "compute-sanitizer" "FAIL" "127" "not found on PATH or in /usr/local/cuda/bin"
   elif [ ${#gpu_tests[@]} -eq 0 ]; then
-    record "compute-sanitizer" "FAIL" "-" "no $build/tests/gpu_test_* executables${RAGGED_SANITIZER_PROGRAMS:+ named in RAGGED_SANITIZER_PROGRAMS}"
+    named=${RAGGED_SANITIZER_PROGRAMS:+ named in RAGGED_SANITIZER_PROGRAMS}
+    record "compute-sanitizer" "FAIL" "-" "no $build/tests/gpu_test_* executables$named"
   else
     : >"$out/sanitizers.log"
     runs=$(mktemp -d)

@@ -67,9 +67,9 @@ HostArray<T> random_array(std::size_t count, std::mt19937_64& rng) {
   if constexpr (std::is_same<T, bool>::value) {
     for (unsigned char& b : out.bytes) b &= 1;
   } else {
+    using Wide = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
     using Bits = std::conditional_t<sizeof(T) == 1, std::uint8_t,
-                                    std::conditional_t<sizeof(T) == 2, std::uint16_t,
-                                                       std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
+                                    std::conditional_t<sizeof(T) == 2, std::uint16_t, Wide>>;
     constexpr bool kFloating =
         std::is_floating_point<T>::value || std::is_same<T, half>::value || std::is_same<T, bfloat16>::value;
     constexpr Bits kExponentTop = kFloating ? Bits(Bits(1) << (8 * sizeof(T) - 2)) : Bits(0);
