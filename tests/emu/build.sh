@@ -28,8 +28,8 @@ jobs="${EMU_JOBS:-$(nproc)}"
 rm -rf "$tree"
 mkdir -p "$tree" "$build/obj"
 cp -r "$root/include" "$root/kernels" "$root/src" "$root/tests" "$root/bench" "$tree/"
-# The headers that wrap PTX (mma.sync, ldmatrix, cp.async) are replaced by emulated ones.
-cp "$here/device/mma_sync.cuh" "$here/device/async_copy.cuh" "$tree/kernels/"
+# The headers that wrap PTX (mma.sync, ldmatrix, cp.async, griddepcontrol) are replaced by emulated ones.
+cp "$here/device/mma_sync.cuh" "$here/device/async_copy.cuh" "$here/device/grid_dependency.cuh" "$tree/kernels/"
 find "$tree" \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.cpp' \) -print0 |
   xargs -0 perl -0pi -e '
     s{^([ \t]*)((?:if \([^\n]*?\) |else )?)([^\n;]*?)<<<([^\n]*?)>>>\(([^;]*?)\);}{

@@ -79,6 +79,14 @@ std::size_t shared_offset(const void* p);
 void* shared_pointer(unsigned offset, std::size_t bytes);
 void block_barrier();
 void grid_barrier();  // cooperative_groups::this_grid().sync()
+// Programmatic dependent launch (kernels/grid_dependency.cuh, replaced by tests/emu/device/grid_dependency.cuh).
+// A kernel launched through launch_after_prior has its writes to device memory recorded (launch_body's
+// `record`); where the next launch follows it (after_prior), each block runs until its threads reach
+// wait_for_prior_grid() with the bytes that kernel changed unreadable and all other device memory read-only, so
+// that code before the wait that reads what the kernel before it wrote, or writes at all, faults and is
+// reported (on the GPU it may run before that kernel's writes). allow_dependent_grid() changes nothing here.
+void allow_dependent_grid();
+void wait_for_prior_grid();
 void* dynamic_shared();
 
 template <typename T>
@@ -251,7 +259,10 @@ inline LaunchConfig config(dim3 grid, dim3 block, std::size_t shared = 0, cudaSt
 // kernel<<<grid, block, shared, stream>>>(args) into launch_body("kernel", config(grid, block, shared, stream),
 // a lambda holding std::make_tuple(args) that calls kernel with them): the arguments are evaluated and copied at
 // the launch, as CUDA does (a captured graph replays those values), and every thread gets its own copy.
-void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body, bool cooperative = false);
+// after_prior: launched as a programmatic dependent of the kernel before it; record: its writes are recorded for
+// the kernel after it (wait_for_prior_grid above).
+void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body, bool cooperative = false,
+                 bool after_prior = false, bool record = false);
 
 }  // namespace emu
 

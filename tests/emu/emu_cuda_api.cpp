@@ -46,10 +46,36 @@ cudaError_t set_error(cudaError_t e) {
   return e;
 }
 
+std::uint64_t g_steps = 0;
+std::uint64_t steps_run() { return g_steps; }
+
 void enqueue(cudaStream_t stream, std::function<void()> step) {
+  auto counted = [step = std::move(step)] {
+    ++g_steps;
+    step();
+  };
   const auto c = g_capturing.find(stream);
-  if (c != g_capturing.end()) c->second->steps.push_back(std::move(step));
-  else step();
+  if (c != g_capturing.end()) c->second->steps.push_back(std::move(counted));
+  else counted();
+}
+
+std::size_t page_bytes() {
+  static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+void protect_device_memory(int prot) {
+  for (const auto& a : g_allocations) mprotect(a.second.base, a.second.mapped - page_bytes(), prot);
+}
+
+char* device_page(const void* address) {
+  const char* p = static_cast<const char*>(address);
+  auto a = g_allocations.upper_bound(const_cast<void*>(address));
+  if (a == g_allocations.begin()) return nullptr;
+  --a;
+  char* base = static_cast<char*>(a->second.base);
+  if (p < base || p >= base + a->second.mapped - page_bytes()) return nullptr;
+  return base + (p - base) / page_bytes() * page_bytes();
 }
 
 bool is_capturing(cudaStream_t stream) { return g_capturing.count(stream) != 0; }
@@ -172,6 +198,7 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   char* p = guard - rounded;
   std::memset(p, 0xCD, rounded);  // never zero: a kernel that reads before writing sees garbage
   emu::g_allocations[p] = emu::Allocation{base, mapped};
+  emu::forget_kernel_writes();
   *ptr = p;
   return cudaSuccess;
 }
@@ -181,12 +208,14 @@ cudaError_t cudaFree(void* ptr) {
   if (a == emu::g_allocations.end()) return set_error(cudaErrorInvalidValue);
   munmap(a->second.base, a->second.mapped);
   emu::g_allocations.erase(a);
+  emu::forget_kernel_writes();
   return cudaSuccess;
 }
 cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) { return cudaMalloc(ptr, bytes); }
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind) {
+  emu::forget_kernel_writes();
   if (bytes > 0) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
@@ -197,6 +226,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
   return cudaSuccess;
 }
 cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
+  emu::forget_kernel_writes();
   std::memset(dst, value, bytes);
   return cudaSuccess;
 }

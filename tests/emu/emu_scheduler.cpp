@@ -5,11 +5,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <ucontext.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,7 +63,7 @@ dim3 g_grid_dim;
 
 namespace {
 
-enum class State { kReady, kWarp, kBlock, kGrid, kDone };
+enum class State { kReady, kWarp, kBlock, kGrid, kPrior, kDone };
 
 struct Fiber {
   ThreadState ts{};
@@ -74,6 +77,7 @@ struct Fiber {
   std::uint64_t result = 0;
   WarpComputeFn fn = nullptr;  // kCompute
   void* io = nullptr;
+  bool waited = false;  // has reached wait_for_prior_grid()
 };
 
 // Fiber stacks come 1024 to a mapping (a guard page each would split a cooperative grid of 30000+ threads into
@@ -95,6 +99,73 @@ struct Scheduler {
   std::mt19937 rng{12345};
 };
 Scheduler S;
+
+// Programmatic dependent launch (cuda_emu.h). A kernel of a chain (launched through launch_after_prior) records
+// what it writes: each device page it first writes is copied before the write, and at its end the bytes that
+// differ from the copy are what it wrote (a store of the value already there changes nothing a reader could see).
+struct DependentLaunch {
+  std::map<char*, std::vector<bool>> prior;  // per page, the bytes the kernel before changed
+  std::uint64_t prior_step = 0;              // steps_run() when that kernel ran; 0: none
+  std::string prior_kernel;
+  bool after_prior = false;  // the running kernel was launched after the one before
+  bool check = false;        // ... and that one was recorded: its blocks run before_wait first
+  bool before_wait = false;  // the running block has threads that have not passed the wait
+  bool recording = false;    // the running kernel records its writes
+  bool protecting = false;   // device memory is not all read-write now
+  std::map<char*, std::vector<unsigned char>> before;  // the running kernel's written pages, as they were
+  char* stepping = nullptr;  // a page opened for one instruction (a read next to, not of, changed bytes)
+};
+DependentLaunch D;
+
+// Protects each run of consecutive pages (the keys of `pages`) with `prot`.
+template <typename Map>
+void protect_pages(const Map& pages, int prot) {
+  const std::size_t page = page_bytes();
+  for (auto it = pages.begin(); it != pages.end();) {
+    char* first = it->first;
+    char* end = first + page;
+    for (++it; it != pages.end() && it->first == end; ++it) end += page;
+    mprotect(first, static_cast<std::size_t>(end - first), prot);
+  }
+}
+
+void on_fault(int sig, siginfo_t* info, void* context);
+
+// While device memory is protected for the check, the emulator's fault handler goes first (a test framework may
+// have put its own before it, as Catch2 does for each test case), and the one before it is back afterwards.
+bool g_faults_taken = false;
+struct sigaction g_previous_segv, g_previous_bus;
+
+void take_faults(bool take) {
+  if (take == g_faults_taken) return;
+  if (take) {
+    struct sigaction sa {};
+    sa.sa_sigaction = &on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, &g_previous_segv);
+    sigaction(SIGBUS, &sa, &g_previous_bus);
+  } else {
+    sigaction(SIGSEGV, &g_previous_segv, nullptr);
+    sigaction(SIGBUS, &g_previous_bus, nullptr);
+  }
+  g_faults_taken = take;
+}
+
+// Device memory as the running block's phase wants it: before its wait, the prior kernel's pages unreadable and the
+// rest read-only; while the kernel records its writes, read-only but for the pages it has written; else all open.
+void apply_protection() {
+  if (D.before_wait) {
+    protect_device_memory(PROT_READ);
+    protect_pages(D.prior, PROT_NONE);
+  } else if (D.recording) {
+    protect_device_memory(PROT_READ);
+    protect_pages(D.before, PROT_READ | PROT_WRITE);
+  } else if (D.protecting) {
+    protect_device_memory(PROT_READ | PROT_WRITE);
+  }
+  D.protecting = D.before_wait || D.recording;
+  take_faults(D.protecting);
+}
 
 const char* op_name(WarpOp op) {
   switch (op) {
@@ -123,6 +194,9 @@ const char* op_name(WarpOp op) {
 
 void fiber_entry() {
   (*S.body)();
+  if (D.after_prior && !S.running->waited)
+    fail("a thread of a kernel launched after_prior exited without reaching wait_for_prior_grid(): the grid "
+         "could complete before the one it follows");
   S.running->state = State::kDone;
   emu_switch(&S.running->sp, S.scheduler_sp);
   std::abort();  // a finished fiber is never resumed
@@ -164,7 +238,7 @@ std::string lane_states(int base, int lanes) {
   for (int l = 0; l < lanes; ++l) {
     const Fiber& f = S.fibers[base + l];
     s += f.state == State::kReady ? 'r' : f.state == State::kWarp ? 'w' : f.state == State::kBlock ? 'b'
-         : f.state == State::kGrid ? 'g' : '-';
+         : f.state == State::kGrid ? 'g' : f.state == State::kPrior ? 'p' : '-';
   }
   return s;
 }
@@ -260,6 +334,22 @@ bool resolve_blocks() {
   return released;
 }
 
+// Ends the blocks' time before wait_for_prior_grid() once no thread can run on without passing it: the threads
+// waiting there go on, with device memory open again (or recording).
+bool release_prior_waits() {
+  bool any = false;
+  for (Fiber& f : S.fibers)
+    if (f.state == State::kPrior) {
+      f.state = State::kReady;
+      any = true;
+    }
+  if (D.before_wait) {
+    D.before_wait = false;
+    apply_protection();
+  }
+  return any;
+}
+
 // Releases grid.sync() once every thread of the grid is there; a thread that exited instead would hang the GPU.
 bool resolve_grid() {
   bool any = false;
@@ -307,6 +397,10 @@ void run_blocks(const std::vector<uint3>& blocks, std::size_t shared_bytes) {
     S.order[t] = lane_order() == Order::kReverse ? n - 1 - t : t;
   }
   if (lane_order() == Order::kShuffle) std::shuffle(S.order.begin(), S.order.end(), S.rng);
+  if (D.check) {
+    D.before_wait = true;
+    apply_protection();
+  }
   for (;;) {
     bool ran = false;
     for (int t : S.order) {
@@ -319,10 +413,14 @@ void run_blocks(const std::vector<uint3>& blocks, std::size_t shared_bytes) {
       ran = true;
     }
     S.running = nullptr;
-    const bool released = resolve_warps() | resolve_blocks() | resolve_grid();
+    bool released = resolve_warps() | resolve_blocks() | resolve_grid();
+    if (!ran && !released) released = release_prior_waits();
     bool done = true;
     for (const Fiber& f : S.fibers) done = done && f.state == State::kDone;
-    if (done) return;
+    if (done) {
+      if (D.before_wait) release_prior_waits();
+      return;
+    }
     if (!ran && !released) {
       std::string states;
       for (int block0 = 0; block0 < n; block0 += threads)
@@ -334,8 +432,47 @@ void run_blocks(const std::vector<uint3>& blocks, std::size_t shared_bytes) {
   }
 }
 
-// Faults inside a kernel are most likely out-of-bounds accesses: say where before dying.
-void on_fault(int sig, siginfo_t* info, void*) {
+// Faults inside a kernel are most likely out-of-bounds accesses: say where before dying. Those on device pages
+// protected for the dependent-launch check are either a recorded write (the page opens and the store runs again)
+// or the check's finding.
+void on_fault(int sig, siginfo_t* info, void* context) {
+  char* page = D.protecting && S.running != nullptr ? device_page(info->si_addr) : nullptr;
+  if (page != nullptr) {
+    auto* uc = static_cast<ucontext_t*>(context);
+    const bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+    if (D.before_wait) {
+      // A read of the prior kernel's page that does not touch the bytes it changed (the aligned 16 bytes around
+      // the address: the widest load) runs with the page open for one instruction (the trap flag; on_step).
+      const auto prior = D.prior.find(page);
+      const std::size_t at = static_cast<std::size_t>(static_cast<char*>(info->si_addr) - page) / 16 * 16;
+      bool changed = false;
+      if (prior != D.prior.end())
+        for (std::size_t b = at; b < at + 16 && b < prior->second.size(); ++b) changed = changed || prior->second[b];
+      if (!write && prior != D.prior.end() && !changed) {
+        mprotect(page, page_bytes(), PROT_READ);
+        D.stepping = page;
+        uc->uc_mcontext.gregs[REG_EFL] |= 0x100;
+        return;
+      }
+      std::fprintf(stderr,
+                   "emu: kernel %s, block (%u,%u,%u), thread %d: %s device memory at %p before wait_for_prior_grid()%s\n",
+                   S.kernel, S.running->ts.block_idx.x, S.running->ts.block_idx.y, S.running->ts.block_idx.z,
+                   S.running->ts.linear, write ? "writes" : "reads", info->si_addr,
+                   changed ? (", bytes that the kernel it follows (" + D.prior_kernel + ") wrote").c_str() : "");
+      std::fflush(stderr);
+      std::abort();
+    }
+    if (D.recording && write) {
+      D.before[page].assign(page, page + page_bytes());
+      mprotect(page, page_bytes(), PROT_READ | PROT_WRITE);
+      return;
+    }
+  }
+  if (info->si_code == SI_USER || info->si_code == SI_TKILL) {  // raised again by a handler that went first
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return;
+  }
   if (S.running != nullptr)
     std::fprintf(stderr, "emu: %s at address %p in kernel %s, block (%u,%u,%u), thread %d\n",
                  sig == SIGSEGV ? "segmentation fault" : "bus error", info->si_addr, S.kernel,
@@ -344,8 +481,20 @@ void on_fault(int sig, siginfo_t* info, void*) {
   else
     std::fprintf(stderr, "emu: %s at address %p outside any kernel\n", sig == SIGSEGV ? "segmentation fault" : "bus error",
                  info->si_addr);
+  if (g_faults_taken) {  // the handler that was first before the check reports it too: the access faults again
+    take_faults(false);
+    return;
+  }
   signal(sig, SIG_DFL);
   raise(sig);
+}
+
+// After the one instruction a page was opened for (on_fault): closed again.
+void on_step(int, siginfo_t*, void* context) {
+  auto* uc = static_cast<ucontext_t*>(context);
+  uc->uc_mcontext.gregs[REG_EFL] &= ~0x100;
+  if (D.stepping != nullptr) mprotect(D.stepping, page_bytes(), PROT_NONE);
+  D.stepping = nullptr;
 }
 
 // The handler runs on its own stack, in case a fault is a fiber's stack overflow into its neighbour's mapping.
@@ -361,6 +510,8 @@ struct FaultHandler {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigaction(SIGSEGV, &sa, nullptr);
     sigaction(SIGBUS, &sa, nullptr);
+    sa.sa_sigaction = &on_step;
+    sigaction(SIGTRAP, &sa, nullptr);
   }
 } g_fault_handler;
 
@@ -415,7 +566,24 @@ void grid_barrier() {
 
 void* dynamic_shared() { return block_shared().data(); }
 
-void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body, bool cooperative) {
+// Recording starts with the kernel (launch_body's `record`), since a write made before the call is no more
+// visible to the next kernel's code before its wait than one made after it.
+void allow_dependent_grid() {}
+
+void wait_for_prior_grid() {
+  S.running->waited = true;
+  if (!D.before_wait) return;
+  S.running->state = State::kPrior;
+  yield_to_scheduler();
+}
+
+void forget_kernel_writes() {
+  D.prior.clear();
+  D.prior_step = 0;
+}
+
+void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body, bool cooperative,
+                 bool after_prior, bool record) {
   if (std::getenv("EMU_TRACE") != nullptr)
     std::fprintf(stderr, "emu: launch %s grid (%u,%u,%u) block (%u,%u,%u) shared %zu%s%s\n", name, c.grid.x, c.grid.y,
                  c.grid.z, c.block.x, c.block.y, c.block.z, c.shared, cooperative ? " (cooperative)" : "",
@@ -438,7 +606,16 @@ void launch_body(const char* name, const LaunchConfig& c, std::function<void()> 
     set_error(cudaErrorCooperativeLaunchTooLarge);
     return;
   }
-  enqueue(c.stream, [name, c, threads, cooperative, body = std::move(body)] {
+  // EMU_PDL_CHECK=0: no recording, so no check before the waits (to time what the check costs).
+  static const bool check_dependents = env_int("EMU_PDL_CHECK", 1) != 0;
+  record = record && check_dependents;
+  enqueue(c.stream, [name, c, threads, cooperative, after_prior, record, body = std::move(body)] {
+    const std::uint64_t step = steps_run();
+    D.after_prior = after_prior;
+    D.check = after_prior && D.prior_step != 0 && D.prior_step + 1 == step;
+    if (!D.check) D.prior.clear();
+    D.recording = record;
+    apply_protection();
     S.kernel = name;
     S.body = &body;
     S.threads = static_cast<int>(threads);
@@ -456,6 +633,20 @@ void launch_body(const char* name, const LaunchConfig& c, std::function<void()> 
       for (const uint3& b : all) run_blocks({b}, c.shared);
     S.running = nullptr;
     g_current = nullptr;
+    // The bytes this kernel changed are what the next kernel may not read before its wait.
+    D.after_prior = D.check = D.before_wait = false;
+    D.recording = false;
+    apply_protection();
+    D.prior.clear();
+    for (const auto& [page, was] : D.before) {
+      std::vector<bool> changed(was.size());
+      bool any = false;
+      for (std::size_t b = 0; b < was.size(); ++b) any |= changed[b] = page[b] != static_cast<char>(was[b]);
+      if (any) D.prior.emplace(page, std::move(changed));
+    }
+    D.before.clear();
+    D.prior_step = record ? step : 0;
+    D.prior_kernel = name;
   });
 }
 

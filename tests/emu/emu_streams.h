@@ -5,6 +5,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 
 namespace emu {
@@ -13,6 +15,17 @@ cudaError_t set_error(cudaError_t e);  // records e for cudaGetLastError unless 
 void enqueue(cudaStream_t stream, std::function<void()> step);
 bool is_capturing(cudaStream_t stream);
 int env_int(const char* name, int fallback);
+// Steps run so far (every enqueued step counts, kernels and copies alike): a kernel launched after_prior follows
+// the kernel before it only when that kernel was the step just before.
+std::uint64_t steps_run();
+
+// Device memory for the dependent-launch check (emu_scheduler.cpp): every allocation's pages (not its guard page)
+// set to `prot`; the page of an allocation that holds `address` (nullptr outside device memory); and the hook that
+// forgets the last kernel's recorded writes (memory allocated, freed or copied synchronously since).
+void protect_device_memory(int prot);
+char* device_page(const void* address);
+std::size_t page_bytes();
+void forget_kernel_writes();
 
 // The device the emulator stands for: an H100's figures, with EMU_SMS multiprocessors (default 132) and
 // EMU_SMEM_OPTIN bytes of opt-in shared memory per block (default the H100's 227 KB; 101376 for a 99 KB device)
