@@ -13,6 +13,9 @@
 //           choice, the persistent kernel wherever the weights fit), to check that choice on the GPU
 //   floor/<case>/kind:barrier|exchange  the persistent kernel's step floors over its grid for the case, max_len
 //           steps (bench/rnn_step_floor.h): what its us_per_step is measured against
+//   ragged/<case>[/algo:per_step]/launch:ordinary  the per-step path (H = 2048's default; forced at H = 1024)
+//           with ordinary launches, where the plain runs launch each step as a programmatic dependent of the one
+//           before (kernels/grid_dependency.cuh): what that overlap buys
 //   ragged|padded/<case>/cublas_ws:4MiB  both runs with 4 MiB of ragged's workspace for cuBLAS (the plain ones
 //           give it none, the default): what that buys the projection GEMM in time against what it costs in peak
 //           memory, a fixed cost that weighs on the peak-memory target in small cases
@@ -38,6 +41,7 @@
 #include "bench/common/traffic.h"
 #include "bench/common/verify.h"
 #include "bench/rnn_step_floor.h"
+#include "kernels/grid_dependency.cuh"
 #include "ragged/buffer.h"
 #include "ragged/reference_rnn.h"
 #include "ragged/rnn.h"
@@ -47,6 +51,21 @@ namespace bench {
 namespace {
 
 enum class RnnImpl { kRagged, kPadded };
+enum class Launches { kDependent, kOrdinary };
+
+// For one benchmark: ordinary launches only (kOrdinary), the process's setting back at the end.
+class LaunchSetting {
+ public:
+  explicit LaunchSetting(Launches launches) : saved_(detail::dependent_launch_enabled()) {
+    if (launches == Launches::kOrdinary) detail::set_dependent_launch_enabled(false);
+  }
+  ~LaunchSetting() { detail::set_dependent_launch_enabled(saved_); }
+  LaunchSetting(const LaunchSetting&) = delete;
+  LaunchSetting& operator=(const LaunchSetting&) = delete;
+
+ private:
+  bool saved_;
+};
 
 struct RnnCase {
   RnnMode mode;
@@ -103,7 +122,8 @@ void verify_rnn(benchmark::State& state, const RnnArgs<T, std::int32_t>& args, c
 
 template <typename T>
 void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo requested,
-               std::size_t cublas_workspace_bytes, RnnProjection projection) {
+               std::size_t cublas_workspace_bytes, RnnProjection projection, Launches launches) {
+  const LaunchSetting launch_setting(launches);
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
     CublasHandle cublas;
@@ -204,10 +224,10 @@ void register_rnn_gpu() {
   for (const RnnCase& c : rnn_cases()) {
     const auto shared = std::make_shared<const RnnCase>(c);
     const auto add = [&](const std::string& name, RnnImpl impl, RnnAlgo algo, std::size_t cublas_ws,
-                         RnnProjection projection = RnnProjection::kCublas) {
-      register_gpu_benchmark(name, [shared, impl, algo, cublas_ws, projection](benchmark::State& st) {
-        if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl, algo, cublas_ws, projection);
-        else bench_rnn<float>(st, *shared, impl, algo, cublas_ws, projection);
+                         RnnProjection projection = RnnProjection::kCublas, Launches launches = Launches::kDependent) {
+      register_gpu_benchmark(name, [shared, impl, algo, cublas_ws, projection, launches](benchmark::State& st) {
+        if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl, algo, cublas_ws, projection, launches);
+        else bench_rnn<float>(st, *shared, impl, algo, cublas_ws, projection, launches);
       });
     };
     const bool per_step_only = c.hidden >= kPerStepHidden;
@@ -216,6 +236,13 @@ void register_rnn_gpu() {
     // The per-step path forced, to check kAuto's choice (persistent where the weights fit) against it.
     if (!per_step_only)
       add(c.name("ragged") + "/algo:per_step", RnnImpl::kRagged, RnnAlgo::kPerStep, default_cublas_ws);
+    // The per-step path again with ordinary launches: where it is the default, and forced at H = 1024.
+    if (per_step_only)
+      add(c.name("ragged") + "/launch:ordinary", RnnImpl::kRagged, RnnAlgo::kAuto, default_cublas_ws,
+          RnnProjection::kCublas, Launches::kOrdinary);
+    else if (c.hidden == 1024)
+      add(c.name("ragged") + "/algo:per_step/launch:ordinary", RnnImpl::kRagged, RnnAlgo::kPerStep,
+          default_cublas_ws, RnnProjection::kCublas, Launches::kOrdinary);
     // 4 MiB of cuBLAS workspace, both sides, so the targets can be judged as they would be with that default.
     add(c.name("ragged") + "/cublas_ws:4MiB", RnnImpl::kRagged, RnnAlgo::kAuto, kRoomyCublasWs);
     add(c.name("padded") + "/cublas_ws:4MiB", RnnImpl::kPadded, RnnAlgo::kAuto, kRoomyCublasWs);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -16,6 +17,12 @@
 
 namespace ragged {
 namespace detail {
+
+// A process-wide switch's starting value: on unless the environment sets `name` to "0".
+inline bool switch_from_environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr || std::string(value) != "0";
+}
 
 // Multiprocessors of the current device. Querying attributes is allowed during stream capture.
 inline Status sm_count(int& count) {

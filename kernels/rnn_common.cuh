@@ -402,6 +402,14 @@ __device__ __forceinline__ const float* xproj_gate0(const RnnRecurrenceArgs<T>& 
   return a.xproj + row * (a.dirs * a.gates * a.hidden) + d * a.gates * a.hidden + unit;
 }
 
+// The state before step t of slot j's `unit`: c (LSTM) or h as stored (GRU).
+template <typename T>
+__device__ __forceinline__ float load_item_state(const RnnRecurrenceArgs<T>& a, int d, std::int64_t t,
+                                                 std::int64_t j, std::int64_t unit) {
+  if (a.mode == RnnMode::kLstm) return a.c[(static_cast<std::int64_t>(d) * a.batch + j) * a.hidden + unit];
+  return to_float(__ldcg(state_h(a, d, t & 1) + j * a.state + unit));
+}
+
 // Item (slot j, unit u of the block) of step t; with_state false keeps item.state (the persistent kernel carries
 // it from the previous step in registers: the same thread computed it). j must be < active.
 template <typename T>
@@ -424,23 +432,56 @@ __device__ __forceinline__ void load_item_inputs(const KernelParams<T>& p, int d
       item.rec_bias[gate] = to_float(a.b_hh[d][gate * H + unit]);
     }
   }
-  if (!with_state) return;
-  if (a.mode == RnnMode::kLstm) item.state = a.c[(static_cast<std::int64_t>(d) * a.batch + j) * H + unit];
-  else item.state = to_float(__ldcg(state_h(a, d, t & 1) + j * a.state + unit));
+  if (with_state) item.state = load_item_state(a, d, t, j, unit);
 }
 
 // The thread's held items of step t (chunk 0, idx = threadIdx.x + i * blockDim.x). carried: the items of step
 // t - 1 went through gates_phase, so the state of each one that had a token then is in item.state already.
+// with_state false loads no state at all: the per-step kernels read their inputs before wait_for_prior_grid()
+// and the states, which the step before writes, after it (load_held_states).
 template <typename T>
 __device__ __forceinline__ void load_held_items(const KernelParams<T>& p, int d, int slice, std::int64_t t,
-                                                std::int64_t active, bool carried, HeldItems& held) {
+                                                std::int64_t active, bool carried, HeldItems& held,
+                                                bool with_state = true) {
 #pragma unroll
   for (int i = 0; i < kRnnHeldItems; ++i) {
     const int idx = static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
     const int m = idx / p.units, u = idx - m * p.units;
     const bool had_state = carried && held.item[i].row >= 0;
-    if (m < kRnnMChunk && m < active) load_item_inputs(p, d, slice, t, m, u, !had_state, held.item[i]);
+    if (m < kRnnMChunk && m < active) load_item_inputs(p, d, slice, t, m, u, with_state && !had_state, held.item[i]);
     else held.item[i].row = -1;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void load_held_states(const KernelParams<T>& p, int d, int slice, std::int64_t t,
+                                                 HeldItems& held) {
+#pragma unroll
+  for (int i = 0; i < kRnnHeldItems; ++i) {
+    if (held.item[i].row < 0) continue;
+    const int idx = static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
+    const int m = idx / p.units, u = idx - m * p.units;
+    held.item[i].state = load_item_state(p.a, d, t, m, static_cast<std::int64_t>(slice) * p.units + u);
+  }
+}
+
+// Starts the L2 reads of the block's gate rows of W_hh over the first `chunks` k chunks (the per-step kernel,
+// before wait_for_prior_grid: the weights do not change during a layer), so that the product's first stages
+// find them there rather than in DRAM.
+template <typename T>
+__device__ __forceinline__ void prefetch_weight_chunks(const KernelParams<T>& p, int d, int slice, int chunks) {
+  constexpr int kLine = 128;
+  const RnnGemmGeometry& g = p.gate;
+  const std::int64_t H = p.a.hidden;
+  const std::int64_t u0 = static_cast<std::int64_t>(slice) * p.units;
+  const int cols = min(g.k, chunks * g.k_chunk);
+  const int lines = (cols * static_cast<int>(sizeof(T)) + kLine - 1) / kLine;  // per row
+  const char* w = reinterpret_cast<const char*>(p.a.w_hh[d]);
+  for (int i = threadIdx.x; i < p.a.gates * p.units * lines; i += blockDim.x) {
+    const int q = i / lines, line = i - q * lines;
+    const int gate = q / p.units, u = q - gate * p.units;
+    if (u0 + u >= H) continue;
+    prefetch_l2(w + ((gate * H + u0 + u) * g.k * static_cast<std::int64_t>(sizeof(T)) + line * kLine));
   }
 }
 

@@ -1,6 +1,10 @@
 // The per-step recurrent path: one launch per step (two with a projection), each block computing all gates of
 // a slice of hidden units for the active slots, with its slice of W_hh streamed through shared memory from L2.
+// Every launch but the layer's first follows the one before as a programmatic dependent (grid_dependency.cuh):
+// its blocks start while the step before finishes, read what that step does not write (the held items' input
+// projections and biases) and send the first weight chunks to L2, then wait for it.
 // Also the dispatch between this path and the persistent kernel (rnn_persistent.cu).
+#include "grid_dependency.cuh"
 #include "launch.cuh"
 #include "rnn_common.cuh"
 
@@ -16,12 +20,19 @@ template <typename T>
 __global__ void __launch_bounds__(kRnnThreads)
     rnn_gates_step_kernel(const __grid_constant__ KernelParams<T> p, std::int64_t t) {
   extern __shared__ __align__(128) unsigned char shared[];
+  allow_dependent_grid();
   const std::int64_t active = active_at(p.a, t);
-  if (active == 0) return;
   const int d = static_cast<int>(blockIdx.y), slice = static_cast<int>(blockIdx.x);
-  // The held items' loads go out before the product's, so their latencies overlap.
+  // The held items' loads go out before the product's, so their latencies overlap; all but their states are
+  // read before the wait.
   HeldItems held;
-  load_held_items(p, d, slice, t, active, false, held);
+  if (active > 0) {
+    load_held_items(p, d, slice, t, active, false, held, false);
+    prefetch_weight_chunks(p, d, slice, p.shared.stages - 1);
+  }
+  wait_for_prior_grid();
+  if (active == 0) return;
+  load_held_states(p, d, slice, t, held);
   gates_phase<T, false>(p, shared, d, slice, t, active, held, false);
 }
 
@@ -29,7 +40,9 @@ template <typename T>
 __global__ void __launch_bounds__(kRnnThreads)
     rnn_proj_step_kernel(const __grid_constant__ KernelParams<T> p, std::int64_t t) {
   extern __shared__ __align__(128) unsigned char shared[];
+  allow_dependent_grid();
   const std::int64_t active = active_at(p.a, t);
+  wait_for_prior_grid();  // r, its input, is what the gates kernel before it writes
   if (active == 0) return;
   proj_phase<T, false>(p, shared, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x), t, active);
 }
@@ -92,13 +105,18 @@ Status launch_per_step(const RnnRecurrenceArgs<T>& a, cudaStream_t stream) {
   }
   const dim3 gate_grid(static_cast<unsigned>(gates.slices), static_cast<unsigned>(a.dirs));
   const dim3 proj_grid(static_cast<unsigned>(proj.slices), static_cast<unsigned>(a.dirs));
+  bool dependent = false;
+  s = dependent_launch_available(dependent);
+  if (s != Status::kSuccess) return s;
+  // The first launch is an ordinary one: what the steps read before their waits (input projections, batch
+  // sizes, weights) is then complete before any of them starts.
   for (std::int64_t t = 0; t < a.max_steps; ++t) {
-    rnn_gates_step_kernel<T><<<gate_grid, kRnnThreads, gates.shared.total, stream>>>(gates, t);
-    s = check_launch("rnn_gates_step_kernel");
+    s = launch_after_prior(dependent && t > 0, "rnn_gates_step_kernel", &rnn_gates_step_kernel<T>, gate_grid,
+                           dim3(kRnnThreads), gates.shared.total, stream, gates, t);
     if (s != Status::kSuccess) return s;
     if (!has_proj) continue;
-    rnn_proj_step_kernel<T><<<proj_grid, kRnnThreads, proj.shared.total, stream>>>(proj, t);
-    s = check_launch("rnn_proj_step_kernel");
+    s = launch_after_prior(dependent, "rnn_proj_step_kernel", &rnn_proj_step_kernel<T>, proj_grid, dim3(kRnnThreads),
+                           proj.shared.total, stream, proj, t);
     if (s != Status::kSuccess) return s;
   }
   return Status::kSuccess;

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "element_convert.cuh"
+#include "grid_dependency.cuh"
 #include "launch.cuh"
 #include "ragged/check.h"
 #include "ragged/view.h"
@@ -570,6 +571,18 @@ inline std::size_t first_pass_shared_bytes(std::int64_t batch) {
   return plan_scanned_in_kernel(batch) ? static_cast<std::size_t>(row_groups(batch) + 1) * sizeof(RowWork) : 0;
 }
 
+// Launches a first- or second-pass kernel, which follows the kernel before it in the stream: as a programmatic
+// dependent where the device allows it (grid_dependency.cuh). Those kernels call wait_for_prior_grid() first:
+// everything they read but the input is written by the launches before them.
+template <typename Args>
+inline Status launch_following(void (*kernel)(Args), unsigned blocks, std::size_t shared, cudaStream_t stream,
+                               const Args& args, const char* kernel_name) {
+  bool dependent = false;
+  RAGGED_RETURN_IF_ERROR(dependent_launch_available(dependent));
+  return launch_after_prior(dependent, kernel_name, kernel, dim3(blocks), dim3(kSegmentThreads), shared, stream,
+                            args);
+}
+
 // The first launches of every segment op: its row pass (`rows_kernel`, a kernel calling row_pass, which
 // finishes the tiny and empty rows, writes group_work and zeroes the arrival counters), then, for plans of more
 // than kKernelPlanGroups groups, CUB's scan of group_work into the plan (smaller plans are scanned by the
@@ -580,8 +593,9 @@ inline Status build_plan(void (*rows_kernel)(Args), const Args& args, const Segm
   unsigned blocks = 0;
   const std::int64_t warp_items = std::max(row_groups(L.batch), (arrival_words(L) + 1023) / 1024);
   RAGGED_RETURN_IF_ERROR(persistent_grid(rows_kernel, warp_items, blocks));
-  rows_kernel<<<blocks, kSegmentThreads, 0, stream>>>(args);
-  RAGGED_RETURN_IF_ERROR(check_launch(kernel_name));
+  // The chain's first kernel: an ordinary launch (everything before the op is complete when it starts).
+  RAGGED_RETURN_IF_ERROR(
+      launch_after_prior(false, kernel_name, rows_kernel, dim3(blocks), dim3(kSegmentThreads), 0, stream, args));
   if (plan_scanned_in_kernel(L.batch)) return Status::kSuccess;
   std::size_t bytes = L.cub_temp_bytes;
   return launch_segment_plan(L.cub_temp, bytes, L.group_work, row_groups(L.batch), L.plan, stream);

@@ -6,9 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <string>
 
+#include "launch.cuh"
 #include "ragged/segment_reduce.h"
 #include "ragged/status.h"
 #include "segment_geometry.h"
@@ -28,12 +27,6 @@ constexpr int kSoftmaxBackwardFloatsPerLane = 16;
 // thread-safe to change: tests set it to compare the streams with the unit walk.
 bool segment_stream_enabled();
 void set_segment_stream_enabled(bool enabled);
-
-// A process-wide switch's starting value: on unless the environment sets `name` to "0".
-inline bool switch_from_environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr || std::string(value) != "0";
-}
 
 // Whether segment_softmax holds its block rows in shared memory (is_block_row: segment_geometry.h); on unless
 // the process started with RAGGED_SEGMENT_BLOCK_ROWS=0 (those rows then take the chunks and the second pass).

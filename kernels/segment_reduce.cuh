@@ -367,6 +367,7 @@ constexpr int kReduceMinBlocks = sizeof(T) == 4 && (V > 1 || std::is_same<Acc, S
 template <typename T, typename OffsetT, typename Acc, int V, bool kStream>
 __global__ void __launch_bounds__(kThreads, (kStream ? 2 : kReduceMinBlocks<T, Acc, V>))
     segment_reduce_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
+  wait_for_prior_grid();
   const SegmentLayout<OffsetT>& L = a.layout;
   stage_plan(L);
   std::int64_t token_end = -1;  // found when the share first streams
@@ -394,8 +395,7 @@ Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream
   const auto kernel = streams_rows(g) && segment_stream_enabled() ? &segment_reduce_kernel<T, OffsetT, Acc, V, true>
                                                                     : &segment_reduce_kernel<T, OffsetT, Acc, V, false>;
   RAGGED_RETURN_IF_ERROR(persistent_grid(kernel, units, blocks, shared));
-  kernel<<<blocks, kThreads, shared, stream>>>(a);
-  return check_launch("segment_reduce_kernel");
+  return launch_following(kernel, blocks, shared, stream, a, "segment_reduce_kernel");
 }
 
 template <typename T, typename OffsetT, typename Acc>
@@ -461,6 +461,7 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, typename OffsetT, int V>
 __global__ void __launch_bounds__(kThreads)
     segment_reduce_backward_kernel(const __grid_constant__ SegmentReduceBackwardArgs<T, OffsetT> a) {
+  wait_for_prior_grid();
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   const std::int64_t D = g.inner;
@@ -503,8 +504,8 @@ Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStrea
   const std::int64_t units = (L.nnz / L.geometry.chunk_tokens + std::min(L.batch, L.nnz)) * L.geometry.tiles;
   const std::size_t shared = first_pass_shared_bytes(L.batch);
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_backward_kernel<T, OffsetT, V>, units, blocks, shared));
-  segment_reduce_backward_kernel<T, OffsetT, V><<<blocks, kThreads, shared, stream>>>(a);
-  return check_launch("segment_reduce_backward_kernel");
+  return launch_following(&segment_reduce_backward_kernel<T, OffsetT, V>, blocks, shared, stream, a,
+                          "segment_reduce_backward_kernel");
 }
 
 }  // namespace

@@ -453,6 +453,8 @@ __global__ void __launch_bounds__(kThreads)
 template <typename Op, typename T, typename OffsetT, int V, bool kLog, bool kStream>
 __global__ void __launch_bounds__(kThreads, 2)
     segment_softmax_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  allow_dependent_grid();  // the second pass may start (and wait) while this one runs
+  wait_for_prior_grid();
   const SegmentLayout<OffsetT>& L = a.layout;
   stage_plan(L);
   const std::int64_t tiles = L.geometry.tiles;
@@ -604,6 +606,7 @@ template <typename Op, typename T, typename OffsetT, int V, bool kLog>
 __global__ void __launch_bounds__(kThreads, kBlockRowBlocksPerSm)
     segment_softmax_second_pass_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   extern __shared__ __align__(16) unsigned char block_staging[];
+  wait_for_prior_grid();
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   const std::int64_t total = L.plan[row_groups(L.batch)].second_units;  // a multiple of kBlockWarps
@@ -661,12 +664,10 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t s
                           ? &segment_softmax_kernel<Op, T, OffsetT, V, kLog, true>
                           : &segment_softmax_kernel<Op, T, OffsetT, V, kLog, false>;
   RAGGED_RETURN_IF_ERROR(persistent_grid(kernel, units, blocks, shared));
-  kernel<<<blocks, kThreads, shared, stream>>>(a);
-  RAGGED_RETURN_IF_ERROR(check_launch("segment_softmax_kernel"));
+  RAGGED_RETURN_IF_ERROR(launch_following(kernel, blocks, shared, stream, a, "segment_softmax_kernel"));
   const auto second = &segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog>;
   RAGGED_RETURN_IF_ERROR(persistent_grid(second, units, blocks, staging));
-  second<<<blocks, kThreads, staging, stream>>>(a);
-  return check_launch("segment_softmax_second_pass_kernel");
+  return launch_following(second, blocks, staging, stream, a, "segment_softmax_second_pass_kernel");
 }
 
 template <typename Op, typename T, typename OffsetT>

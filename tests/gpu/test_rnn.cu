@@ -18,11 +18,13 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "common/host_ragged.h"
 #include "common/test_util.h"
+#include "gpu/dependent_launch.h"
 #include "common/tolerance.h"
 #include "ragged/dynamic.h"
 #include "ragged/reference.h"
@@ -557,6 +559,30 @@ TEST_CASE("rnn_forward: a sequence's results do not depend on the rest of the ba
     require_close(solo.hn, in_batch.hn);
     require_close(solo.cn, in_batch.cn);
   }
+}
+
+TEST_CASE("rnn_forward on the per-step path: dependent launches give the ordinary launches' bits", "[rnn]") {
+  // Every step after a layer's first is launched as a programmatic dependent of the one before and reads its
+  // input projections before waiting for it (kernels/grid_dependency.cuh); with ordinary launches the same
+  // kernels run one after another, so any difference is a read that did not wait.
+  CublasHandle cublas;
+  auto rng = test::make_rng(641);
+  const test::RestoreDependentLaunch restore;
+  const auto shape = GENERATE(table<RnnMode, std::int64_t>(
+      {{RnnMode::kLstm, 0}, {RnnMode::kLstm, 24}, {RnnMode::kGru, 0}}));  // (mode, proj_size)
+  const RnnDesc desc = make_desc(std::get<0>(shape), 40, 72, std::get<1>(shape), 2, true);
+  INFO(describe(desc));
+  Model<bfloat16> model(desc, rng);
+  const auto batch = make_inputs<bfloat16, std::int32_t>(desc, {30, 0, 7, 64, 1, 19, 64, 3}, rng);
+  Options o;
+  o.algo = RnnAlgo::kPerStep;
+  detail::set_dependent_launch_enabled(true);
+  const Outputs<bfloat16> dependent = run_device(model, batch, o, cublas.handle);
+  detail::set_dependent_launch_enabled(false);
+  const Outputs<bfloat16> ordinary = run_device(model, batch, o, cublas.handle);
+  REQUIRE_BITWISE_EQUAL(dependent.output, ordinary.output);
+  REQUIRE_BITWISE_EQUAL(dependent.hn, ordinary.hn);
+  REQUIRE_BITWISE_EQUAL(dependent.cn, ordinary.cn);
 }
 
 TEMPLATE_TEST_CASE("rnn_forward with the batch-invariant projection: a sequence's results are bit for bit those "

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "../../kernels/segment_launch.h"
+#include "gpu/dependent_launch.h"
 #include "gpu/segment_common.h"
 #include "ragged/tensor.h"
 
@@ -255,6 +256,32 @@ TEMPLATE_TEST_CASE("segment_reduce: streamed rows give the unit walk's bits", "[
         const ReduceOutput<T> walked = device_reduce(dev, op, with_arg, -1.5f);
         REQUIRE_BITWISE_EQUAL(streamed.out, walked.out);
         REQUIRE(streamed.arg == walked.arg);
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_reduce: dependent launches give the ordinary launches' bits", "[segment][gpu][determinism]",
+                   F32_I32, BF16_I64) {
+  // The row pass and the unit kernel follow one another as programmatic dependents (kernels/grid_dependency.cuh);
+  // with ordinary launches the same kernels run one after another, so any difference is a read that did not
+  // wait for the kernel before.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(659);
+  const test::RestoreDependentLaunch restore;
+  for (std::int64_t inner : {1, 64, 1000}) {
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
+      const DeviceRagged<T, OffsetT> dev(test::random_ragged<T, OffsetT>(set.lengths, inner, rng));
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+        INFO("op " << reduce_op_name(op));
+        detail::set_dependent_launch_enabled(true);
+        const ReduceOutput<T> dependent = device_reduce(dev, op, is_extreme(op), -1.5f);
+        detail::set_dependent_launch_enabled(false);
+        const ReduceOutput<T> ordinary = device_reduce(dev, op, is_extreme(op), -1.5f);
+        REQUIRE_BITWISE_EQUAL(dependent.out, ordinary.out);
+        REQUIRE(dependent.arg == ordinary.arg);
       }
     }
   }

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "../../kernels/segment_geometry.h"  // kLocalFinishChunks: the lengths below straddle it
+#include "gpu/dependent_launch.h"
 #include "gpu/segment_common.h"
 #include "ragged/tensor.h"
 
@@ -394,6 +395,31 @@ TEST_CASE("segment_softmax and its backward can be captured in a CUDA graph", "[
 
 // The argument errors are checked without a GPU in tests/cpu/test_argument_checks.cpp; these need the query
 // (CUB's temp size) or the device data.
+TEMPLATE_TEST_CASE("segment_softmax: dependent launches give the ordinary launches' bits",
+                   "[segment][gpu][determinism]", F32_I32, BF16_I64) {
+  // The row pass, first pass and second pass follow one another as programmatic dependents
+  // (kernels/grid_dependency.cuh); with ordinary launches the same kernels run one after another, so any
+  // difference is a read that did not wait for the kernel before.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(653);
+  const test::RestoreDependentLaunch restore;
+  for (std::int64_t inner : {1, 64, 1000}) {
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
+      const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
+      const DeviceRagged<T, OffsetT> dev(host);
+      const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
+      detail::set_dependent_launch_enabled(true);
+      const std::vector<T> y = device_softmax(dev, false);
+      const std::vector<T> grad = device_softmax_backward(dev, false, y, dy);
+      detail::set_dependent_launch_enabled(false);
+      REQUIRE_BITWISE_EQUAL(y, device_softmax(dev, false));
+      REQUIRE_BITWISE_EQUAL(grad, device_softmax_backward(dev, false, y, dy));
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("segment_softmax: a short workspace is refused, an empty batch writes nothing",
                    "[segment][gpu][errors]", std::int32_t, std::int64_t) {
   using OffsetT = TestType;
