@@ -11,15 +11,17 @@
 //   - every thread reaches wait_for_prior_grid() before it exits, so that the grid cannot complete before the one
 //     it follows (completion then stays ordered along the chain, and an ordinary launch after it waits for all).
 // A kernel that others follow is launched through launch_after_prior too (after_prior false for the chain's
-// first) and calls allow_dependent_grid(): the next grid may then be scheduled once every block of this one has
-// called it or exited (its blocks wait at their wait_for_prior_grid() for this grid's end and its memory). On devices before sm_90, or with RAGGED_DEPENDENT_LAUNCH=0 in the environment, the launches are
-// ordinary and both calls do nothing. The kernel emulator (tests/emu) replaces this file: it runs each block's
+// first) and may call allow_dependent_grid(): the next grid may then be scheduled once every block of this one
+// has called it or exited (its blocks wait at their wait_for_prior_grid() for this grid's end and its memory).
+// On devices before sm_90, or with RAGGED_DEPENDENT_LAUNCH=0 in the environment, the launches are ordinary and
+// both calls do nothing. The kernel emulator (tests/emu) replaces this file: it runs each block's
 // code before the wait with the bytes the previous kernel changed unreadable and the rest of device memory
 // read-only.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <utility>
 
 #include "ragged/status.h"
