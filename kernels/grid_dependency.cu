@@ -1,8 +1,9 @@
-// The process-wide switch of programmatic dependent launch (grid_dependency.cuh).
+// The process-wide switch of programmatic dependent launch, and which kernels may take it (grid_dependency.cuh).
 #include "grid_dependency.cuh"
 
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "launch.cuh"
 
@@ -17,30 +18,40 @@ bool& dependent_launch_setting() {
   return enabled;
 }
 
+// Whether the device runs `kernel` from code compiled for sm_90 or newer, where wait_for_prior_grid() is
+// griddepcontrol.wait. Asked once per kernel and device: the answer cannot change in a process.
+Status kernel_waits_for_prior_grid(const void* kernel, int device, bool& waits) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, bool> waits_of;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(device, kernel);
+  auto hit = waits_of.find(key);
+  if (hit == waits_of.end()) {
+    int major = 0;
+    Status s = from_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                         "cudaDeviceGetAttribute(ComputeCapabilityMajor)");
+    if (s != Status::kSuccess) return s;
+    cudaFuncAttributes attributes{};
+    s = from_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
+    if (s != Status::kSuccess) return s;
+    hit = waits_of.emplace(key, major >= 9 && attributes.ptxVersion >= 90).first;
+  }
+  waits = hit->second;
+  return Status::kSuccess;
+}
+
 }  // namespace
 
 bool dependent_launch_enabled() { return dependent_launch_setting(); }
 void set_dependent_launch_enabled(bool enabled) { dependent_launch_setting() = enabled; }
 
-Status dependent_launch_available(bool& available) {
+Status dependent_launch_available(const void* kernel, bool& available) {
   available = false;
   if (!dependent_launch_setting()) return Status::kSuccess;
   int device = 0;
-  Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  const Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
   if (s != Status::kSuccess) return s;
-  static std::mutex mutex;
-  static std::map<int, int> major_of;  // compute capability per device, queried once
-  std::lock_guard<std::mutex> lock(mutex);
-  auto hit = major_of.find(device);
-  if (hit == major_of.end()) {
-    int major = 0;
-    s = from_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-                  "cudaDeviceGetAttribute(ComputeCapabilityMajor)");
-    if (s != Status::kSuccess) return s;
-    hit = major_of.emplace(device, major).first;
-  }
-  available = hit->second >= 9;
-  return Status::kSuccess;
+  return kernel_waits_for_prior_grid(kernel, device, available);
 }
 
 }  // namespace detail

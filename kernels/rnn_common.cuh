@@ -402,11 +402,13 @@ __device__ __forceinline__ const float* xproj_gate0(const RnnRecurrenceArgs<T>& 
   return a.xproj + row * (a.dirs * a.gates * a.hidden) + d * a.gates * a.hidden + unit;
 }
 
-// The state before step t of slot j's `unit`: c (LSTM) or h as stored (GRU).
+// The state before step t of slot j's `unit`: c (LSTM) or h as stored (GRU). Both through L2 only: on the
+// per-step path another SM wrote them, possibly two grids back, and this SM's L1 may hold a line of an older
+// step (griddepcontrol.wait should make them visible anyway; a plain load would depend on it).
 template <typename T>
 __device__ __forceinline__ float load_item_state(const RnnRecurrenceArgs<T>& a, int d, std::int64_t t,
                                                  std::int64_t j, std::int64_t unit) {
-  if (a.mode == RnnMode::kLstm) return a.c[(static_cast<std::int64_t>(d) * a.batch + j) * a.hidden + unit];
+  if (a.mode == RnnMode::kLstm) return __ldcg(a.c + (static_cast<std::int64_t>(d) * a.batch + j) * a.hidden + unit);
   return to_float(__ldcg(state_h(a, d, t & 1) + j * a.state + unit));
 }
 

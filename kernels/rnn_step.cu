@@ -105,18 +105,20 @@ Status launch_per_step(const RnnRecurrenceArgs<T>& a, cudaStream_t stream) {
   }
   const dim3 gate_grid(static_cast<unsigned>(gates.slices), static_cast<unsigned>(a.dirs));
   const dim3 proj_grid(static_cast<unsigned>(proj.slices), static_cast<unsigned>(a.dirs));
-  bool dependent = false;
-  s = dependent_launch_available(dependent);
+  bool gates_dependent = false, proj_dependent = false;
+  s = dependent_launch_available(&rnn_gates_step_kernel<T>, gates_dependent);
+  if (s != Status::kSuccess) return s;
+  s = dependent_launch_available(&rnn_proj_step_kernel<T>, proj_dependent);
   if (s != Status::kSuccess) return s;
   // The first launch is an ordinary one: what the steps read before their waits (input projections, batch
   // sizes, weights) is then complete before any of them starts.
   for (std::int64_t t = 0; t < a.max_steps; ++t) {
-    s = launch_after_prior(dependent && t > 0, "rnn_gates_step_kernel", &rnn_gates_step_kernel<T>, gate_grid,
+    s = launch_after_prior(gates_dependent && t > 0, "rnn_gates_step_kernel", &rnn_gates_step_kernel<T>, gate_grid,
                            dim3(kRnnThreads), gates.shared.total, stream, gates, t);
     if (s != Status::kSuccess) return s;
     if (!has_proj) continue;
-    s = launch_after_prior(dependent, "rnn_proj_step_kernel", &rnn_proj_step_kernel<T>, proj_grid, dim3(kRnnThreads),
-                           proj.shared.total, stream, proj, t);
+    s = launch_after_prior(proj_dependent, "rnn_proj_step_kernel", &rnn_proj_step_kernel<T>, proj_grid,
+                           dim3(kRnnThreads), proj.shared.total, stream, proj, t);
     if (s != Status::kSuccess) return s;
   }
   return Status::kSuccess;

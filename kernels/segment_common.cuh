@@ -553,6 +553,7 @@ __device__ __forceinline__ bool merge_tile_partials(const SegmentLayout<OffsetT>
   };
   auto merge = [&](std::int64_t child0, std::int64_t span, std::int64_t children, bool is_root) {
     __threadfence();
+    __syncwarp();  // orders lane 0's acquire (its atomic, then the fence) before every lane's loads
     merge_node<Acc>(load, store, root, first + child0, span, static_cast<int>(children), g.inner, col0, col1,
                     is_root);
   };
@@ -578,7 +579,7 @@ template <typename Args>
 inline Status launch_following(void (*kernel)(Args), unsigned blocks, std::size_t shared, cudaStream_t stream,
                                const Args& args, const char* kernel_name) {
   bool dependent = false;
-  RAGGED_RETURN_IF_ERROR(dependent_launch_available(dependent));
+  RAGGED_RETURN_IF_ERROR(dependent_launch_available(kernel, dependent));
   return launch_after_prior(dependent, kernel_name, kernel, dim3(blocks), dim3(kSegmentThreads), shared, stream,
                             args);
 }

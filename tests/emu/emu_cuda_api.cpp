@@ -146,6 +146,8 @@ cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute attr, int value)
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void*) {
   *attributes = cudaFuncAttributes{};  // kernels under emulation declare no static shared memory that counts
   attributes->maxThreadsPerBlock = 1024;
+  attributes->ptxVersion = 90;  // the kernels are compiled as sm_90 code (__CUDA_ARCH__ reads 900)
+  attributes->binaryVersion = 90;
   return cudaSuccess;
 }
 

@@ -22,7 +22,7 @@ fi
 # shared memory per block and 20 SMs: float LSTM blocks of 16 units fit there at no pipeline depth, so the
 # launcher takes 12 units and two stages instead of three.
 runs=(test_rnn test_segment_softmax test_attention test_convert test_segment_reduce test_rnn:20sms test_rnn:99kb
-      test_dynamic test_offsets test_masks test_packing)
+      test_dynamic test_offsets test_masks test_packing test_dependent_launch)
 mapfile -t programs < <(printf '%s\n' "${runs[@]%%:*}" | awk '!seen[$0]++')
 declare -A sms=([test_rnn]=132 [test_rnn:20sms]=20 [test_rnn:99kb]=20)
 declare -A smem_optin=([test_rnn:99kb]=101376)

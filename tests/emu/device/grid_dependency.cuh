@@ -19,7 +19,11 @@ namespace detail {
 __device__ __forceinline__ void wait_for_prior_grid() { ::emu::wait_for_prior_grid(); }
 __device__ __forceinline__ void allow_dependent_grid() { ::emu::allow_dependent_grid(); }
 
-Status dependent_launch_available(bool& available);
+Status dependent_launch_available(const void* kernel, bool& available);
+template <typename... Params>
+Status dependent_launch_available(void (*kernel)(Params...), bool& available) {
+  return dependent_launch_available(reinterpret_cast<const void*>(kernel), available);
+}
 bool dependent_launch_enabled();
 void set_dependent_launch_enabled(bool enabled);
 

@@ -1,0 +1,116 @@
+// Programmatic dependent launch (kernels/grid_dependency.cuh) on its own: which kernels are offered it, and that
+// a kernel launched after another reads, after its wait, everything the other wrote. The segment and RNN tests
+// compare whole ops with and without it; this one holds the mechanism where a race has room to show: the first
+// grid lets the second be scheduled at its start and leaves most of every SM free for it.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "../../kernels/grid_dependency.cuh"
+#include "common/test_util.h"
+#include "dependent_launch.h"
+#include "ragged/buffer.h"
+
+using namespace ragged;
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__host__ __device__ inline unsigned mixed(unsigned seed, std::int64_t i, int rounds) {
+  unsigned v = seed ^ static_cast<unsigned>(i * 2654435761u);
+  for (int r = 0; r < rounds; ++r) v = v * 1664525u + 1013904223u;
+  return v;
+}
+
+// Writes mixed(seed, i) to out[i], `rounds` multiply-adds an element so that the grid runs a while after the
+// dependent grid has been scheduled.
+__global__ void write_kernel(unsigned* out, std::int64_t n, unsigned seed, int rounds) {
+  detail::allow_dependent_grid();
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = mixed(seed, i, rounds);
+}
+
+// out[i] = in[i] + 1, reading in only after the wait.
+__global__ void read_after_wait_kernel(const unsigned* in, unsigned* out, std::int64_t n) {
+  detail::wait_for_prior_grid();
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = in[i] + 1u;
+}
+
+struct DeviceFacts {
+  int major = 0;
+  int ptx_version = 0;  // of read_after_wait_kernel as the device runs it
+};
+
+DeviceFacts device_facts() {
+  DeviceFacts f;
+  int device = 0;
+  REQUIRE_CUDA(cudaGetDevice(&device));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&f.major, cudaDevAttrComputeCapabilityMajor, device));
+  cudaFuncAttributes attributes{};
+  REQUIRE_CUDA(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(&read_after_wait_kernel)));
+  f.ptx_version = attributes.ptxVersion;
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("dependent launches are offered exactly where the kernel's code waits", "[launch][gpu]") {
+  test::RestoreDependentLaunch restore;
+  const DeviceFacts f = device_facts();
+  INFO("compute capability major " << f.major << ", kernel PTX version " << f.ptx_version);
+  bool available = true;
+  detail::set_dependent_launch_enabled(true);
+  REQUIRE_OK(detail::dependent_launch_available(&read_after_wait_kernel, available));
+  // An sm_90 device running code built for sm_90 or newer; anything else (an sm_80 build JIT-compiled for an H100
+  // has no griddepcontrol.wait in it) must launch ordinarily.
+  CHECK(available == (f.major >= 9 && f.ptx_version >= 90));
+  detail::set_dependent_launch_enabled(false);
+  REQUIRE_OK(detail::dependent_launch_available(&read_after_wait_kernel, available));
+  CHECK_FALSE(available);
+}
+
+TEST_CASE("a dependent kernel reads, after its wait, everything the kernel before it wrote", "[launch][gpu]") {
+  test::RestoreDependentLaunch restore;
+  detail::set_dependent_launch_enabled(true);
+  bool dependent = false;
+  REQUIRE_OK(detail::dependent_launch_available(&read_after_wait_kernel, dependent));
+  INFO("dependent launch " << (dependent ? "on" : "off (device or build before sm_90)"));
+  int device = 0, sms = 0;
+  REQUIRE_CUDA(cudaGetDevice(&device));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::int64_t n = std::int64_t{1} << 18;
+  const int rounds = 64;
+  DeviceBuffer<unsigned> first(static_cast<std::size_t>(n)), second(static_cast<std::size_t>(n));
+  cudaStream_t stream = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto rng = test::make_rng(1300);
+  for (int trial = 0; trial < 8; ++trial) {
+    const unsigned seed = static_cast<unsigned>(rng());
+    test::poison(first);
+    test::poison(second);
+    REQUIRE_CUDA(cudaDeviceSynchronize());  // the poison went to the default stream, which `stream` does not follow
+    // One block per SM for the writer: the reader's blocks fit beside it and start while it runs.
+    REQUIRE_OK(detail::launch_after_prior(false, "write_kernel", &write_kernel, dim3(static_cast<unsigned>(sms)),
+                                          dim3(kThreads), 0, stream, first.data(), n, seed, rounds));
+    REQUIRE_OK(detail::launch_after_prior(dependent, "read_after_wait_kernel", &read_after_wait_kernel,
+                                          dim3(static_cast<unsigned>(4 * sms)), dim3(kThreads), 0, stream,
+                                          static_cast<const unsigned*>(first.data()), second.data(), n));
+    REQUIRE_CUDA(cudaStreamSynchronize(stream));
+    const std::vector<unsigned> got = second.to_host();
+    std::int64_t wrong = 0, first_wrong = -1;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (got[static_cast<std::size_t>(i)] != mixed(seed, i, rounds) + 1u) {
+        if (first_wrong < 0) first_wrong = i;
+        ++wrong;
+      }
+    }
+    INFO("trial " << trial << ": " << wrong << " of " << n << " elements wrong, the first at " << first_wrong);
+    REQUIRE(wrong == 0);
+  }
+  REQUIRE_CUDA(cudaStreamDestroy(stream));
+}
