@@ -37,47 +37,54 @@ __global__ void __launch_bounds__(kFloorThreads) barrier_floor_kernel(std::uint3
   }
 }
 
+// Sum of the eight 16-bit words of a vector.
+__device__ __forceinline__ std::uint32_t halves_sum(uint4 x) {
+  return (x.x & 0xffffu) + (x.x >> 16) + (x.y & 0xffffu) + (x.y >> 16) + (x.z & 0xffffu) + (x.z >> 16) +
+         (x.w & 0xffffu) + (x.w >> 16);
+}
+
 // kind:exchange: each step every block reads all of the previous h ([batch][row_halves] 16-bit words), sums
-// each row, and writes its slice [h0, h0 + slice_halves) of the next h from the sums. Step 0 reads `init`;
-// step t writes work[t % 2]. row_halves is a multiple of 256, so 32 consecutive vectors lie in one row.
+// them, and writes its slice [h0, h0 + slice_halves) of the next h from the sum. Each thread folds its vectors
+// into one register as they arrive and the block reduces once at the end (a warp reduction, one shared atomic
+// per warp), so what a step waits on is the loads, not a reduction per vector. Step 0 reads `init`; step t
+// writes work[t % 2].
 __global__ void __launch_bounds__(kFloorThreads)
     exchange_floor_kernel(const std::uint16_t* init, std::uint16_t* work, int batch, int row_halves,
                           int slice_halves, std::int64_t steps) {
-  extern __shared__ std::uint32_t row_sum[];  // [batch]
+  // Dynamic, not a static __shared__ variable: the kernel emulator runs a cooperative grid's blocks at once and
+  // has one instance of a static one for all of them (docs/emulator.md).
+  extern __shared__ std::uint32_t block_sum[];  // [1]
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   const std::int64_t elements = static_cast<std::int64_t>(batch) * row_halves;
   const std::int64_t vectors = elements / kHalvesPerVector;
-  const int vectors_per_row = row_halves / kHalvesPerVector;
   const int h0 = static_cast<int>(blockIdx.x) * slice_halves;
   for (std::int64_t t = 0; t < steps; ++t) {
     const std::uint16_t* current = t == 0 ? init : work + ((t - 1) & 1) * elements;
     std::uint16_t* next = work + (t & 1) * elements;
-    for (int j = threadIdx.x; j < batch; j += blockDim.x) row_sum[j] = 0;
+    if (threadIdx.x == 0) block_sum[0] = 0;
     __syncthreads();
     const uint4* source = reinterpret_cast<const uint4*>(current);
-    for (std::int64_t v0 = threadIdx.x; v0 < vectors; v0 += kLoadsInFlight * blockDim.x) {
+    std::uint32_t sum = 0;
+    const std::int64_t pass = static_cast<std::int64_t>(kLoadsInFlight) * blockDim.x;
+    std::int64_t v0 = threadIdx.x;
+    // Whole passes: kLoadsInFlight loads issued unconditionally before the first add.
+    for (; v0 + (kLoadsInFlight - 1) * static_cast<std::int64_t>(blockDim.x) < vectors; v0 += pass) {
       uint4 x[kLoadsInFlight];
 #pragma unroll
-      for (int i = 0; i < kLoadsInFlight; ++i) {
-        const std::int64_t v = v0 + i * static_cast<std::int64_t>(blockDim.x);
-        if (v < vectors) x[i] = __ldcg(source + v);
-      }
+      for (int i = 0; i < kLoadsInFlight; ++i) x[i] = __ldcg(source + v0 + i * static_cast<std::int64_t>(blockDim.x));
 #pragma unroll
-      for (int i = 0; i < kLoadsInFlight; ++i) {
-        const std::int64_t v = v0 + i * static_cast<std::int64_t>(blockDim.x);
-        if (v >= vectors) break;  // the same for the whole warp: vectors is a multiple of 32
-        std::uint32_t s = (x[i].x & 0xffffu) + (x[i].x >> 16) + (x[i].y & 0xffffu) + (x[i].y >> 16) +
-                          (x[i].z & 0xffffu) + (x[i].z >> 16) + (x[i].w & 0xffffu) + (x[i].w >> 16);
-        for (int offset = 16; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
-        if ((threadIdx.x & 31) == 0) atomicAdd(&row_sum[v / vectors_per_row], s);
-      }
+      for (int i = 0; i < kLoadsInFlight; ++i) sum += halves_sum(x[i]);
     }
+    for (; v0 < vectors; v0 += blockDim.x) sum += halves_sum(__ldcg(source + v0));
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if ((threadIdx.x & 31) == 0) atomicAdd(block_sum, sum);
     __syncthreads();
+    const std::uint32_t total = block_sum[0];
     for (int i = threadIdx.x; i < batch * slice_halves; i += blockDim.x) {
       const int j = i / slice_halves, u = h0 + (i - j * slice_halves);
       if (u < row_halves)
-        next[static_cast<std::int64_t>(j) * row_halves + u] =
-            static_cast<std::uint16_t>(row_sum[j] + static_cast<std::uint32_t>(u) + static_cast<std::uint32_t>(t));
+        next[static_cast<std::int64_t>(j) * row_halves + u] = static_cast<std::uint16_t>(
+            total + static_cast<std::uint32_t>(u) + static_cast<std::uint32_t>(j) + static_cast<std::uint32_t>(t));
     }
     grid.sync();
   }
@@ -88,13 +95,12 @@ std::vector<std::uint16_t> exchange_floor_model(std::vector<std::uint16_t> h, in
                                                 std::int64_t steps) {
   std::vector<std::uint16_t> next(h.size());
   for (std::int64_t t = 0; t < steps; ++t) {
-    for (int j = 0; j < batch; ++j) {
-      std::uint32_t s = 0;
-      for (int u = 0; u < row_halves; ++u) s += h[static_cast<std::size_t>(j) * row_halves + u];
+    std::uint32_t total = 0;
+    for (const std::uint16_t x : h) total += x;
+    for (int j = 0; j < batch; ++j)
       for (int u = 0; u < row_halves; ++u)
-        next[static_cast<std::size_t>(j) * row_halves + u] =
-            static_cast<std::uint16_t>(s + static_cast<std::uint32_t>(u) + static_cast<std::uint32_t>(t));
-    }
+        next[static_cast<std::size_t>(j) * row_halves + u] = static_cast<std::uint16_t>(
+            total + static_cast<std::uint32_t>(u) + static_cast<std::uint32_t>(j) + static_cast<std::uint32_t>(t));
     h.swap(next);
   }
   return h;
@@ -159,8 +165,8 @@ void bench_exchange_floor(benchmark::State& state, const RnnStepFloorCase& c) {
     int batch = static_cast<int>(c.batch);
     int row_halves = static_cast<int>(c.hidden) * elem_bytes / 2;
     int slice_halves = plan.units * elem_bytes / 2;
-    if (row_halves % (32 * kHalvesPerVector) != 0)
-      throw std::runtime_error("the exchange floor needs rows of a multiple of 512 bytes, not " +
+    if (row_halves % kHalvesPerVector != 0)
+      throw std::runtime_error("the exchange floor needs rows of a multiple of 16 bytes, not " +
                                std::to_string(2 * row_halves));
     const std::size_t elements = static_cast<std::size_t>(batch) * row_halves;
     std::vector<std::uint16_t> host_init(elements);
@@ -171,10 +177,9 @@ void bench_exchange_floor(benchmark::State& state, const RnnStepFloorCase& c) {
     std::uint16_t* work_ptr = work.data();
     std::int64_t steps = c.steps;
     void* args[] = {&init_ptr, &work_ptr, &batch, &row_halves, &slice_halves, &steps};
-    const std::size_t shared = static_cast<std::size_t>(batch) * sizeof(std::uint32_t);
     time_on_gpu(state, [&](cudaStream_t st) {
-      return cudaLaunchCooperativeKernel(&exchange_floor_kernel, dim3(blocks),
-                                         dim3(kFloorThreads), args, shared, st);
+      return cudaLaunchCooperativeKernel(&exchange_floor_kernel, dim3(blocks), dim3(kFloorThreads), args,
+                                         sizeof(std::uint32_t), st);
     });
     set_step_counters(state, c, blocks);
     // L2 -> SM bytes: every block reads the whole h each step.
@@ -184,7 +189,8 @@ void bench_exchange_floor(benchmark::State& state, const RnnStepFloorCase& c) {
     if (verify_results() && !state.error_occurred() && c.steps > 0) {
       const std::vector<std::uint16_t> all = work.to_host();
       const std::size_t at = static_cast<std::size_t>((c.steps - 1) & 1) * elements;
-      check_against_reference(state, to_doubles(std::vector<std::uint16_t>(all.begin() + at, all.begin() + at + elements)),
+      const std::vector<std::uint16_t> last(all.begin() + at, all.begin() + at + elements);
+      check_against_reference(state, to_doubles(last),
                               to_doubles(exchange_floor_model(host_init, batch, row_halves, c.steps)), 0.0, "h");
     }
   });

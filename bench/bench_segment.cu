@@ -14,6 +14,8 @@
 //           padded tensor
 // Bytes per iteration (the floor, floor_bytes): inputs read once + outputs written once (softmax: values read
 // once and written once). copy_frac divides the achieved rate by a device-to-device copy's rate measured in this run.
+// Ops that write as many values as they read (softmax, backward passes) also report drained_us, their time with
+// the write-back of what they left dirty in L2 (bench/common/gpu_timer.h): the time their copy_frac is judged by.
 //
 // device_reduce: the suite's ceiling and a check of the timing itself. 64 MiB of floats in one row, summed by
 // ragged (segment_reduce, batch 1) and by cub::DeviceReduce::Sum (CUB's device-wide reduction, the plainest
@@ -78,6 +80,10 @@ bool is_backward(SegOp op) {
   return op == SegOp::kSumBackward || op == SegOp::kMaxBackward || op == SegOp::kSoftmaxBackward;
 }
 bool has_arg(SegOp op) { return op == SegOp::kArgMax || op == SegOp::kMaxBackward; }
+// Ops that write as many values as they read: their rows also report drained_us (gpu_timer.h, time_on_gpu).
+WriteBack write_back_timing(SegOp op) {
+  return is_softmax(op) || is_backward(op) ? WriteBack::kDrained : WriteBack::kLeftInL2;
+}
 
 struct SegCase {
   std::shared_ptr<const RaggedCase> shape_ptr;  // shared by the ops of one regime, inner size and dtype
@@ -201,7 +207,7 @@ void bench_ragged_typed(benchmark::State& state, const SegCase& s) {
     std::size_t ws_bytes = 0;
     if (!ok_or_skip(state, launch(nullptr, ws_bytes, stream), "workspace query")) return;
     DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
-    time_on_gpu(state, [&](cudaStream_t st) { return launch(ws.data(), ws_bytes, st); });
+    time_on_gpu(state, [&](cudaStream_t st) { return launch(ws.data(), ws_bytes, st); }, write_back_timing(s.op));
     // peak_bytes: what the timed op needs (a backward op reads no x; its inputs are y or arg, and dy).
     const std::size_t x_bytes = is_backward(s.op) ? 0 : values.bytes();
     set_gpu_traffic(state, floor_bytes(s),
@@ -351,11 +357,14 @@ void bench_padded(benchmark::State& state, const SegCase& s) {
     if (!ok_or_skip(state, reduce(nullptr, reduce_bytes, stream), "workspace query")) return;
     const std::size_t ws_bytes = std::max(convert_bytes, reduce_bytes);
     DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
-    time_on_gpu(state, [&](cudaStream_t st) {
-      const Status status = convert(ws.data(), convert_bytes, st);
-      if (status != Status::kSuccess) return status;
-      return reduce(ws.data(), reduce_bytes, st);
-    });
+    time_on_gpu(
+        state,
+        [&](cudaStream_t st) {
+          const Status status = convert(ws.data(), convert_bytes, st);
+          if (status != Status::kSuccess) return status;
+          return reduce(ws.data(), reduce_bytes, st);
+        },
+        write_back_timing(s.op));
     set_gpu_traffic(state, floor_bytes(s),
                     static_cast<double>(values.bytes() + offsets.bytes() + padded_offsets.bytes() + padded.bytes() +
                                         out.bytes() + ws_bytes));

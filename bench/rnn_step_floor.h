@@ -5,9 +5,10 @@
 //   kind:barrier    one word per block handed to the next block through L2, then a grid barrier: the latency
 //                   of the barrier plus one dependent L2 round trip
 //   kind:exchange   every block reads the whole previous h (batch x hidden elements, 16-byte L2 loads with up to
-//                   8 in flight per thread), writes its own slice of the next h, then a grid barrier: the
-//                   barrier plus the broadcast of h that the recurrent product needs, at the full batch (the
-//                   padded run's work; a ragged step reads only the active rows)
+//                   8 in flight per thread, folded into a register as they arrive, one block reduction per
+//                   step), writes its own slice of the next h, then a grid barrier: the barrier plus the
+//                   broadcast of h that the recurrent product needs, at the full batch (the padded run's work;
+//                   a ragged step reads only the active rows)
 // Both run max_len steps, the ragged case's step count. Integer data, so RAGGED_BENCH_VERIFY checks them
 // exactly against a host model.
 #pragma once

@@ -39,6 +39,8 @@ GpuTimer::GpuTimer() {
   throw_if_error(from_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
   throw_if_error(from_cuda(cudaEventCreate(&start_), "cudaEventCreate"));
   throw_if_error(from_cuda(cudaEventCreate(&stop_), "cudaEventCreate"));
+  throw_if_error(from_cuda(cudaEventCreate(&drained_), "cudaEventCreate"));
+  throw_if_error(from_cuda(cudaEventCreate(&reread_), "cudaEventCreate"));
   throw_if_error(from_cuda(cudaMalloc(&flush_buffer_, flush_bytes_), "cudaMalloc(L2 flush buffer)"));
   throw_if_error(
       from_cuda(cudaMalloc(reinterpret_cast<void**>(&flush_sink_), sizeof(unsigned)), "cudaMalloc(L2 flush sink)"));
@@ -53,12 +55,32 @@ GpuTimer::~GpuTimer() {
   if (flush_sink_ != nullptr) cudaFree(flush_sink_);
   if (start_ != nullptr) cudaEventDestroy(start_);
   if (stop_ != nullptr) cudaEventDestroy(stop_);
+  if (drained_ != nullptr) cudaEventDestroy(drained_);
+  if (reread_ != nullptr) cudaEventDestroy(reread_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
 cudaError_t GpuTimer::flush_l2(int iteration, L2Flush how) {
   if (how == L2Flush::kDirty) return cudaMemsetAsync(flush_buffer_, iteration & 0xff, flush_bytes_, stream_);
   return read_to_evict(flush_buffer_, flush_bytes_, flush_sink_, flush_blocks_, stream_);
+}
+
+cudaError_t GpuTimer::enqueue_drain() {
+  cudaError_t error = read_to_evict(flush_buffer_, flush_bytes_, flush_sink_, flush_blocks_, stream_);
+  if (error == cudaSuccess) error = cudaEventRecord(drained_, stream_);
+  if (error == cudaSuccess) error = read_to_evict(flush_buffer_, flush_bytes_, flush_sink_, flush_blocks_, stream_);
+  if (error == cudaSuccess) error = cudaEventRecord(reread_, stream_);
+  return error;
+}
+
+cudaError_t GpuTimer::drain_elapsed(double* write_back_seconds) {
+  cudaError_t error = cudaEventSynchronize(reread_);
+  if (error != cudaSuccess) return error;
+  float drain_ms = 0.0f, reread_ms = 0.0f;
+  error = cudaEventElapsedTime(&drain_ms, stop_, drained_);
+  if (error == cudaSuccess) error = cudaEventElapsedTime(&reread_ms, drained_, reread_);
+  *write_back_seconds = (static_cast<double>(drain_ms) - static_cast<double>(reread_ms)) * 1e-3;
+  return error;
 }
 
 cudaError_t GpuTimer::elapsed(double* seconds) {

@@ -39,6 +39,12 @@ class GpuTimer {
   cudaError_t record_stop() { return cudaEventRecord(stop_, stream_); }
   // Waits for the stop event; `seconds` gets the time between the two events.
   cudaError_t elapsed(double* seconds);
+  // Enqueued after the stop event: two reads of the flush buffer, each ending in an event. The first evicts what
+  // the timed op left dirty in L2 and so pays its write-back to DRAM; the second finds only clean lines there.
+  cudaError_t enqueue_drain();
+  // Waits for the drain; `write_back_seconds` gets the first read's time less the second's (noise can make it
+  // slightly negative).
+  cudaError_t drain_elapsed(double* write_back_seconds);
 
   GpuTimer(const GpuTimer&) = delete;
   GpuTimer& operator=(const GpuTimer&) = delete;
@@ -50,6 +56,8 @@ class GpuTimer {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
+  cudaEvent_t drained_ = nullptr;  // after the read that writes back the op's dirty lines
+  cudaEvent_t reread_ = nullptr;   // after the read of a clean L2
   void* flush_buffer_ = nullptr;
   unsigned* flush_sink_ = nullptr;
   int flush_blocks_ = 1;
@@ -66,18 +74,30 @@ benchmark::internal::Benchmark* register_gpu_benchmark(const std::string& name,
 bool ok_or_skip(benchmark::State& state, Status status, const char* what);
 bool ok_or_skip(benchmark::State& state, cudaError_t error, const char* what);
 
+// What time_on_gpu measures besides the event time.
+enum class WriteBack {
+  kLeftInL2,  // only the event time
+  kDrained,   // also drained_us (below)
+};
+
 // The timed loop. `launch(cudaStream_t)` enqueues the work and returns ragged::Status. It runs once untimed,
 // then once per iteration between two events after an L2 flush (`how`); the event time is the iteration's time.
 // Counter enqueue_us: the host's wall time inside `launch` per iteration. The GPU spends the flush (twice the
 // L2 read or written) waiting for nothing, so a launch that enqueues faster than that is not in the event time;
 // one that enqueues about as long as the event time (hundreds of launches, one per RNN step) may be what sets it.
+// Counter drained_us (WriteBack::kDrained): the event time plus the write-back of what the op left dirty in L2
+// (GpuTimer::enqueue_drain). Why: after a clean flush an op's last writes, up to the L2's size (50 MB on an
+// H100), can still sit in L2 at the stop event, so an op that writes its input's size (softmax, backward
+// passes) is timed without part of its DRAM traffic; the copy rate copy_frac divides by pays it in full (its
+// back-to-back copies each write back what the one before left).
 template <typename Launch>
-void time_on_gpu(benchmark::State& state, Launch&& launch, L2Flush how) {
+void time_on_gpu(benchmark::State& state, Launch&& launch, L2Flush how, WriteBack write_back = WriteBack::kLeftInL2) {
   GpuTimer& timer = GpuTimer::instance();
+  const bool drain = write_back == WriteBack::kDrained;
   if (!ok_or_skip(state, launch(timer.stream()), "warm-up launch")) return;
   if (!ok_or_skip(state, cudaStreamSynchronize(timer.stream()), "warm-up synchronize")) return;
   int iteration = 0;
-  double enqueue_seconds = 0.0;
+  double enqueue_seconds = 0.0, drained_seconds = 0.0;
   for (auto _ : state) {
     if (!ok_or_skip(state, timer.flush_l2(iteration++, how), "L2 flush")) break;
     if (!ok_or_skip(state, timer.record_start(), "cudaEventRecord(start)")) break;
@@ -85,18 +105,23 @@ void time_on_gpu(benchmark::State& state, Launch&& launch, L2Flush how) {
     if (!ok_or_skip(state, launch(timer.stream()), "launch")) break;
     enqueue_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - enqueue_start).count();
     if (!ok_or_skip(state, timer.record_stop(), "cudaEventRecord(stop)")) break;
-    double seconds = 0.0;
+    if (drain && !ok_or_skip(state, timer.enqueue_drain(), "L2 drain")) break;
+    double seconds = 0.0, write_back_seconds = 0.0;
     if (!ok_or_skip(state, timer.elapsed(&seconds), "cudaEventElapsedTime")) break;
+    if (drain && !ok_or_skip(state, timer.drain_elapsed(&write_back_seconds), "cudaEventElapsedTime(drain)")) break;
+    drained_seconds += seconds + write_back_seconds;
     state.SetIterationTime(seconds);
   }
-  if (iteration > 0)
+  if (iteration > 0) {
     state.counters["enqueue_us"] = benchmark::Counter(enqueue_seconds * 1e6 / iteration);
+    if (drain) state.counters["drained_us"] = benchmark::Counter(drained_seconds * 1e6 / iteration);
+  }
 }
 
 // With the run's way of flushing.
 template <typename Launch>
-void time_on_gpu(benchmark::State& state, Launch&& launch) {
-  time_on_gpu(state, std::forward<Launch>(launch), GpuTimer::instance().flush_mode());
+void time_on_gpu(benchmark::State& state, Launch&& launch, WriteBack write_back = WriteBack::kLeftInL2) {
+  time_on_gpu(state, std::forward<Launch>(launch), GpuTimer::instance().flush_mode(), write_back);
 }
 
 }  // namespace bench
