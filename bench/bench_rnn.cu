@@ -41,7 +41,7 @@
 #include "bench/common/traffic.h"
 #include "bench/common/verify.h"
 #include "bench/rnn_step_floor.h"
-#include "kernels/grid_dependency.cuh"
+#include "kernels/dependent_launch.h"
 #include "ragged/buffer.h"
 #include "ragged/reference_rnn.h"
 #include "ragged/rnn.h"
@@ -52,20 +52,6 @@ namespace {
 
 enum class RnnImpl { kRagged, kPadded };
 enum class Launches { kDependent, kOrdinary };
-
-// For one benchmark: ordinary launches only (kOrdinary), the process's setting back at the end.
-class LaunchSetting {
- public:
-  explicit LaunchSetting(Launches launches) : saved_(detail::dependent_launch_enabled()) {
-    if (launches == Launches::kOrdinary) detail::set_dependent_launch_enabled(false);
-  }
-  ~LaunchSetting() { detail::set_dependent_launch_enabled(saved_); }
-  LaunchSetting(const LaunchSetting&) = delete;
-  LaunchSetting& operator=(const LaunchSetting&) = delete;
-
- private:
-  bool saved_;
-};
 
 struct RnnCase {
   RnnMode mode;
@@ -123,7 +109,9 @@ void verify_rnn(benchmark::State& state, const RnnArgs<T, std::int32_t>& args, c
 template <typename T>
 void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo requested,
                std::size_t cublas_workspace_bytes, RnnProjection projection, Launches launches) {
-  const LaunchSetting launch_setting(launches);
+  // kOrdinary: ordinary launches for this benchmark; kDependent keeps the process's setting.
+  const detail::DependentLaunchScope launch_setting(launches == Launches::kDependent &&
+                                                    detail::dependent_launch_enabled());
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
     CublasHandle cublas;

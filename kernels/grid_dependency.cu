@@ -1,5 +1,5 @@
-// The process-wide switch of programmatic dependent launch, and which kernels may take it (grid_dependency.cuh).
-#include "grid_dependency.cuh"
+// The process-wide switch of programmatic dependent launch, and which kernels may take it (dependent_launch.h).
+#include "dependent_launch.h"
 
 #include <map>
 #include <mutex>

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <utility>
 
+#include "dependent_launch.h"
 #include "ragged/status.h"
 
 namespace ragged {
@@ -44,20 +45,6 @@ __device__ __forceinline__ void allow_dependent_grid() {
   cudaTriggerProgrammaticLaunchCompletion();
 #endif
 }
-
-// Whether `kernel` may be launched with launch_after_prior(true, ...) on the current device: compute capability
-// 9.0 or newer, not turned off by RAGGED_DEPENDENT_LAUNCH=0 when the process started, and the kernel's code, as
-// the device runs it, compiled for sm_90 or newer (cudaFuncAttributes::ptxVersion >= 90). Why the last: a build
-// for sm_80 only runs on an H100 from its compute_80 PTX, where wait_for_prior_grid() compiled to nothing, so a
-// dependent launch would let the kernel read before the one it follows has finished (kernels/grid_dependency.cu).
-Status dependent_launch_available(const void* kernel, bool& available);
-template <typename... Params>
-Status dependent_launch_available(void (*kernel)(Params...), bool& available) {
-  return dependent_launch_available(reinterpret_cast<const void*>(kernel), available);
-}
-// The process-wide switch behind it (benchmarks compare with ordinary launches); not thread-safe to change.
-bool dependent_launch_enabled();
-void set_dependent_launch_enabled(bool enabled);
 
 // Launches kernel<<<grid, block, shared, stream>>>(args...), as a programmatic dependent of the kernel before it
 // in the stream when `after_prior` (else an ordinary launch); `name` labels a launch error.

@@ -179,11 +179,15 @@ std::int64_t first_bitwise_mismatch(const std::vector<T>& a, const std::vector<T
     REQUIRE(err_ == cudaSuccess);                                               \
   } while (0)
 
-// A bitwise comparison of two host vectors that reports the first differing index.
+// A bitwise comparison of two host vectors that reports the first differing index. Each argument is evaluated
+// once (an argument may be a device run that returns the vector).
 #define REQUIRE_BITWISE_EQUAL(a, b)                                             \
   do {                                                                          \
-    REQUIRE((a).size() == (b).size());                                          \
-    const std::int64_t mismatch_ = ::ragged::test::first_bitwise_mismatch((a), (b)); \
+    const auto& left_ = (a);                                                    \
+    const auto& right_ = (b);                                                   \
+    INFO(#a " against " #b);                                                    \
+    REQUIRE(left_.size() == right_.size());                                     \
+    const std::int64_t mismatch_ = ::ragged::test::first_bitwise_mismatch(left_, right_); \
     INFO("first mismatch at element " << mismatch_);                            \
     REQUIRE(mismatch_ == -1);                                                   \
   } while (0)

@@ -1,22 +1,24 @@
 // For the GPU tests that compare programmatic dependent launches (kernels/grid_dependency.cuh) with ordinary
-// ones: the process's setting back when the test ends, passed or not.
+// ones.
 #pragma once
 
-#include "../../kernels/grid_dependency.cuh"
+#include <utility>
+
+#include "../../kernels/dependent_launch.h"
 
 namespace ragged {
 namespace test {
 
-class RestoreDependentLaunch {
- public:
-  RestoreDependentLaunch() : saved_(detail::dependent_launch_enabled()) {}
-  ~RestoreDependentLaunch() { detail::set_dependent_launch_enabled(saved_); }
-  RestoreDependentLaunch(const RestoreDependentLaunch&) = delete;
-  RestoreDependentLaunch& operator=(const RestoreDependentLaunch&) = delete;
-
- private:
-  bool saved_;
-};
+// run() with dependent launches on, then with ordinary ones: {dependent, ordinary}. The process's setting is
+// back when it returns, passed or thrown.
+template <typename Run>
+auto dependent_and_ordinary(Run&& run) {
+  detail::DependentLaunchScope on(true);
+  auto dependent = run();
+  detail::DependentLaunchScope off(false);
+  auto ordinary = run();
+  return std::make_pair(std::move(dependent), std::move(ordinary));
+}
 
 }  // namespace test
 }  // namespace ragged

@@ -9,7 +9,6 @@
 
 #include "../../kernels/grid_dependency.cuh"
 #include "common/test_util.h"
-#include "dependent_launch.h"
 #include "ragged/buffer.h"
 
 using namespace ragged;
@@ -60,23 +59,23 @@ DeviceFacts device_facts() {
 }  // namespace
 
 TEST_CASE("dependent launches are offered exactly where the kernel's code waits", "[launch][gpu]") {
-  test::RestoreDependentLaunch restore;
   const DeviceFacts f = device_facts();
   INFO("compute capability major " << f.major << ", kernel PTX version " << f.ptx_version);
   bool available = true;
-  detail::set_dependent_launch_enabled(true);
-  REQUIRE_OK(detail::dependent_launch_available(&read_after_wait_kernel, available));
-  // An sm_90 device running code built for sm_90 or newer; anything else (an sm_80 build JIT-compiled for an H100
-  // has no griddepcontrol.wait in it) must launch ordinarily.
-  CHECK(available == (f.major >= 9 && f.ptx_version >= 90));
-  detail::set_dependent_launch_enabled(false);
+  {
+    const detail::DependentLaunchScope on(true);
+    REQUIRE_OK(detail::dependent_launch_available(&read_after_wait_kernel, available));
+    // An sm_90 device running code built for sm_90 or newer; anything else (an sm_80 build JIT-compiled for an
+    // H100 has no griddepcontrol.wait in it) must launch ordinarily.
+    CHECK(available == (f.major >= 9 && f.ptx_version >= 90));
+  }
+  const detail::DependentLaunchScope off(false);
   REQUIRE_OK(detail::dependent_launch_available(&read_after_wait_kernel, available));
   CHECK_FALSE(available);
 }
 
 TEST_CASE("a dependent kernel reads, after its wait, everything the kernel before it wrote", "[launch][gpu]") {
-  test::RestoreDependentLaunch restore;
-  detail::set_dependent_launch_enabled(true);
+  const detail::DependentLaunchScope on(true);
   bool dependent = false;
   REQUIRE_OK(detail::dependent_launch_available(&read_after_wait_kernel, dependent));
   INFO("dependent launch " << (dependent ? "on" : "off (device or build before sm_90)"));

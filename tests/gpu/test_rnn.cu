@@ -567,7 +567,6 @@ TEST_CASE("rnn_forward on the per-step path: dependent launches give the ordinar
   // kernels run one after another, so any difference is a read that did not wait.
   CublasHandle cublas;
   auto rng = test::make_rng(641);
-  const test::RestoreDependentLaunch restore;
   const auto shape = GENERATE(table<RnnMode, std::int64_t>(
       {{RnnMode::kLstm, 0}, {RnnMode::kLstm, 24}, {RnnMode::kGru, 0}}));  // (mode, proj_size)
   const RnnDesc desc = make_desc(std::get<0>(shape), 40, 72, std::get<1>(shape), 2, true);
@@ -576,10 +575,8 @@ TEST_CASE("rnn_forward on the per-step path: dependent launches give the ordinar
   const auto batch = make_inputs<bfloat16, std::int32_t>(desc, {30, 0, 7, 64, 1, 19, 64, 3}, rng);
   Options o;
   o.algo = RnnAlgo::kPerStep;
-  detail::set_dependent_launch_enabled(true);
-  const Outputs<bfloat16> dependent = run_device(model, batch, o, cublas.handle);
-  detail::set_dependent_launch_enabled(false);
-  const Outputs<bfloat16> ordinary = run_device(model, batch, o, cublas.handle);
+  const auto [dependent, ordinary] =
+      test::dependent_and_ordinary([&] { return run_device(model, batch, o, cublas.handle); });
   REQUIRE_BITWISE_EQUAL(dependent.output, ordinary.output);
   REQUIRE_BITWISE_EQUAL(dependent.hn, ordinary.hn);
   REQUIRE_BITWISE_EQUAL(dependent.cn, ordinary.cn);

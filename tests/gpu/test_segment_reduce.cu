@@ -269,17 +269,14 @@ TEMPLATE_TEST_CASE("segment_reduce: dependent launches give the ordinary launche
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(659);
-  const test::RestoreDependentLaunch restore;
   for (std::int64_t inner : {1, 64, 1000}) {
     for (const LengthSet& set : length_sets(rng, inner)) {
       INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
       const DeviceRagged<T, OffsetT> dev(test::random_ragged<T, OffsetT>(set.lengths, inner, rng));
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
         INFO("op " << reduce_op_name(op));
-        detail::set_dependent_launch_enabled(true);
-        const ReduceOutput<T> dependent = device_reduce(dev, op, is_extreme(op), -1.5f);
-        detail::set_dependent_launch_enabled(false);
-        const ReduceOutput<T> ordinary = device_reduce(dev, op, is_extreme(op), -1.5f);
+        const auto [dependent, ordinary] =
+            test::dependent_and_ordinary([&] { return device_reduce(dev, op, is_extreme(op), -1.5f); });
         REQUIRE_BITWISE_EQUAL(dependent.out, ordinary.out);
         REQUIRE(dependent.arg == ordinary.arg);
       }

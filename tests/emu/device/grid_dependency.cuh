@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "dependent_launch.h"
 #include "ragged/status.h"
 
 namespace ragged {
@@ -18,14 +19,6 @@ namespace detail {
 
 __device__ __forceinline__ void wait_for_prior_grid() { ::emu::wait_for_prior_grid(); }
 __device__ __forceinline__ void allow_dependent_grid() { ::emu::allow_dependent_grid(); }
-
-Status dependent_launch_available(const void* kernel, bool& available);
-template <typename... Params>
-Status dependent_launch_available(void (*kernel)(Params...), bool& available) {
-  return dependent_launch_available(reinterpret_cast<const void*>(kernel), available);
-}
-bool dependent_launch_enabled();
-void set_dependent_launch_enabled(bool enabled);
 
 template <typename... Params, typename... Args>
 Status launch_after_prior(bool after_prior, const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
