@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A benchmark run stopped by its time limit keeps what it measured: ragged_bench flushes its JSON after every
 # benchmark and scripts/merge_bench_json.py closes the cut file (what scripts/gpu-check.sh relies on when a suite
-# outruns its timeout on the device). Runs the CPU planner suite, at 0.5 s a benchmark (8 of them), under a 3 s limit.
+# outruns its timeout on the device). Runs the CPU planner suite, at 0.5 s a benchmark (8 of them), under a 3 s limit;
+# then appends the same file as an A/B run of a switch (merge_bench_json.py --append, SUITE@NAME=VALUE).
 #   check_cut_short.sh RAGGED_BENCH WORKDIR     (run from the repository root)
 set -euo pipefail
 bench=$1
@@ -23,4 +24,18 @@ assert runs, "no complete benchmark was kept"
 assert all(r["name"].startswith("plan_batches") and r["real_time"] > 0 for r in runs), runs
 assert data["context"].get("truncated_suites") == "planner", data["context"]
 print(f"ok: {len(runs)} finished benchmark(s) kept from a run cut short")
+PY
+cp "$work/suites/planner.json" "$work/suites/planner@RAGGED_SEGMENT_STREAM=0.json"
+python3 scripts/merge_bench_json.py --append "$work/bench.json" "$work/suites" "planner@RAGGED_SEGMENT_STREAM=0"
+python3 - "$work/bench.json" <<'PY'
+import json, re, sys
+data = json.load(open(sys.argv[1]))
+names = [r["name"] for r in data["benchmarks"]]
+plain = [n for n in names if "/with:" not in n]
+tagged = [n for n in names if "/with:" in n]
+assert plain and len(tagged) == len(plain), names
+assert all(re.sub(r"/with:RAGGED_SEGMENT_STREAM=0(?=/manual_time$|/real_time$|$)", "", t) in plain for t in tagged), tagged
+assert data["context"].get("ab_settings") == "RAGGED_SEGMENT_STREAM=0", data["context"]
+assert data["context"].get("truncated_suites") == "planner,planner@RAGGED_SEGMENT_STREAM=0", data["context"]
+print(f"ok: {len(tagged)} A/B benchmark(s) appended under their default names + /with:RAGGED_SEGMENT_STREAM=0")
 PY

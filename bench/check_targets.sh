@@ -22,6 +22,10 @@ for name in open(os.path.join(work, "names.txt")).read().split():
     if re.match(r"segment_softmax|segment_\w+_backward", name):  # ops that report their drained time
         run["drained_us"] = run["real_time"] * rng.uniform(1.0, 1.3)
     runs.append(run)
+    # An A/B run of a library switch (scripts/gpu-check.sh's RAGGED_BENCH_AB), as merge_bench_json.py names it.
+    if name.startswith("segment_sum/ragged/"):
+        runs.append(dict(run, name=name.replace("/manual_time", "/with:RAGGED_SEGMENT_STREAM=0/manual_time"),
+                         real_time=run["real_time"] * 2))
     # The SDPA timings scripts/torch_attention.py merges on the GPU machine.
     if name.startswith("attention/ragged/") and "/tile:" not in name:
         case = re.sub(r"^attention/ragged/|/manual_time$", "", name)
@@ -85,6 +89,11 @@ for row in rnn_rows:
     cells = [c.strip() for c in row.split("|")]
     has_floors = all(cells[i] != "-" for i in floor_columns)
     assert has_floors != (row in per_step_only), f"an RNN case without its step floors, or 2048 with: {row}"
+# The A/B runs are reported in their own table (every segment_sum case twice as slow) and judged nowhere.
+ab_rows = [line for line in lines if line.startswith("| RAGGED_SEGMENT_STREAM=0 |")]
+assert len(ab_rows) == 1 and "| segment_sum |" in ab_rows[0] and ab_rows[0].split("|")[4].strip() == "2", \
+    f"the A/B table: {ab_rows}"
+assert not any("with:" in line for line in lines if line.startswith("| segment_")), "an A/B run in a targets table"
 print(f"ok: {len(targets)} targets judged on synthetic timings; {len(rnn_rows) - len(per_step_only)} RNN cases "
       f"with step floors, {len(per_step_only)} without (hidden 2048)")
 PY

@@ -35,13 +35,22 @@
 #   RAGGED_SANITIZER_SPLIT_TOOLS  tools that run each test case as its own run (default: "racecheck initcheck",
 #                              which took over 480 s on gpu_test_attention / gpu_test_rnn whole); the others run a
 #                              program at a time
+#   RAGGED_SANITIZER_TEST_SCALE  RAGGED_TEST_SCALE for the GPU tests under the sanitizers (default: 0.25): the
+#                              segment tests' large generated inputs at a quarter of their elements (ctest runs
+#                              them whole; tests/common/test_util.h says which inputs keep their sizes)
 #   RAGGED_SANITIZER_TIMEOUT   seconds per sanitizer run, a program or a test case (default: 150; a timeout
 #                              counts as a failure)
 #   RAGGED_BENCH_SUITES        benchmark suites, run one program each (default: "convert_gpu segment_gpu
 #                              attention_gpu rnn_gpu planner convert_cpu"); their JSON is merged into bench.json
 #   RAGGED_BENCH_TIMEOUT       seconds per benchmark suite (default: 150)
 #   RAGGED_BENCH_ARGS          extra arguments for ragged_bench (e.g. --benchmark_filter=/tile:)
-#   RAGGED_SKIP_BENCH=1        skip the benchmarks
+#   RAGGED_BENCH_AB            library switches to A/B in the same run, NAME=VALUE words (default:
+#                              "RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0"; "none"
+#                              for none): after the PyTorch comparisons, RAGGED_BENCH_AB_SUITES run again with each
+#                              set, their benchmarks merged into bench.json as <name>/with:NAME=VALUE, and the targets
+#                              report gives each one's time against the default run's
+#   RAGGED_BENCH_AB_SUITES     suites of those runs (default: segment_gpu)
+#   RAGGED_SKIP_BENCH=1        skip the benchmarks (and the A/B runs)
 #   RAGGED_SKIP_BENCH_VERIFY=1 skip the shrunk run that holds every benchmark's result against the CPU
 #                              references (scripts/bench_verify.sh; after the PyTorch comparisons, before the
 #                              sanitizers; RAGGED_SKIP_BENCH does not skip it)
@@ -63,11 +72,21 @@ archs=${RAGGED_CUDA_ARCHS:-native}
 tools=${RAGGED_SANITIZER_TOOLS:-memcheck racecheck initcheck synccheck}
 jobs=${RAGGED_SANITIZER_JOBS:-$(nproc)}
 sanitizer_timeout=${RAGGED_SANITIZER_TIMEOUT:-150}
+sanitizer_test_scale=${RAGGED_SANITIZER_TEST_SCALE:-0.25}
 split_tools=${RAGGED_SANITIZER_SPLIT_TOOLS:-racecheck initcheck}
 bench_timeout=${RAGGED_BENCH_TIMEOUT:-150}
 torch_timeout=${RAGGED_TORCH_TIMEOUT:-240}
 bench_suites=${RAGGED_BENCH_SUITES:-convert_gpu segment_gpu attention_gpu rnn_gpu planner convert_cpu}
 deadline=${RAGGED_DEADLINE:-560}
+bench_ab=${RAGGED_BENCH_AB:-RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0}
+if [ "$bench_ab" = none ]; then bench_ab=""; fi
+bench_ab_suites=${RAGGED_BENCH_AB_SUITES:-segment_gpu}
+for setting in $bench_ab; do
+  if ! [[ "$setting" =~ ^RAGGED_[A-Z0-9_]+=[A-Za-z0-9_.-]*$ ]]; then
+    echo "gpu-check.sh: RAGGED_BENCH_AB: '$setting' is not NAME=VALUE with NAME a RAGGED_ variable" >&2
+    exit 2
+  fi
+done
 filter=${RAGGED_SANITIZER_FILTER:-}
 start_time=$(date +%s)
 
@@ -93,7 +112,7 @@ write_summary() {  # write_summary [final]: rewritten after every step, so a che
     echo "- commit: \`$commit\`"
     echo "- GPU: $gpu_name"
     echo "- date: $(date -u +%Y-%m-%d) (UTC), took ${elapsed}s (deadline ${deadline}s)"
-    echo "- CUDA architectures: $archs; sanitizer filter: ${filter:-all tests}"
+    echo "- CUDA architectures: $archs; sanitizer filter: ${filter:-all tests}; sanitizer test scale: $sanitizer_test_scale"
     echo "- results folder: \`docs/results/$(date -u +%Y-%m-%d)-$gpu_slug-${commit%-dirty}/\`"
     echo "- verdict: $state"
     echo
@@ -244,6 +263,38 @@ if [ "$configure_rc" -eq 0 ]; then
     rm -f "$out"/*.part
   fi
 
+  # ---- A/B runs of library switches (RAGGED_BENCH_AB), merged into bench.json as <name>/with:NAME=VALUE -----
+  # Last of the benchmarks, so that a tight deadline cuts them and not the runs the targets are judged on.
+  if [ "${RAGGED_SKIP_BENCH:-0}" != "1" ] && [ -n "$bench_ab" ] && [ -f "$out/bench.json" ]; then
+    ab_json=$(mktemp -d)
+    ab_ran=()
+    for setting in $bench_ab; do
+      for suite in $bench_ab_suites; do
+        limit=$(step_timeout "$bench_timeout")
+        if [ "$limit" -eq 0 ]; then
+          record "benchmarks $suite with $setting" "not run (deadline)" "-" "-"
+          continue
+        fi
+        ab_rc=0
+        echo "== ragged_bench, suite $suite with $setting (timeout ${limit}s)" >>"$out/bench.log"
+        # shellcheck disable=SC2086  # RAGGED_BENCH_ARGS is a list of arguments
+        env "$setting" RAGGED_BENCH_SUITES="$suite" timeout "$limit" "$build/bench/ragged_bench" \
+          --benchmark_out="$ab_json/$suite@$setting.json" --benchmark_out_format=json ${RAGGED_BENCH_ARGS:-} \
+          >>"$out/bench.log" 2>&1 || ab_rc=$?
+        errors=$(grep -c '"error_occurred": true' "$ab_json/$suite@$setting.json" 2>/dev/null || true)
+        if [ "${errors:-0}" -gt 0 ] && [ "$ab_rc" -eq 0 ]; then ab_rc=1; fi
+        what="benchmarks $suite with $setting (${errors:-0} with errors)"
+        if [ "$ab_rc" -eq 124 ]; then what="benchmarks $suite with $setting (timed out after ${limit}s: kept what finished)"; fi
+        record "$what" "$(verdict "$ab_rc")" "$ab_rc" "bench.json, bench.log"
+        ab_ran+=("$suite@$setting")
+      done
+    done
+    if [ ${#ab_ran[@]} -gt 0 ]; then
+      python3 scripts/merge_bench_json.py --append "$out/bench.json" "$ab_json" "${ab_ran[@]}" >>"$out/bench.log" 2>&1 || true
+    fi
+    rm -rf "$ab_json"
+  fi
+
   # ---- the issues' targets, judged from this run's JSON (appended to summary.md: the device brings back 8 files) --
   if [ "${RAGGED_SKIP_BENCH:-0}" != "1" ] && [ -f "$out/bench.json" ]; then
     targets_rc=0
@@ -325,7 +376,7 @@ if [ "$configure_rc" -eq 0 ]; then
       # of a byte the op never wrote: under initcheck they leave them as allocated.
       local unset_workspace=0
       if [ "$tool" = initcheck ]; then unset_workspace=1; fi
-      RAGGED_TEST_UNSET_WORKSPACE=$unset_workspace timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 86 --print-limit 50 \
+      RAGGED_TEST_SCALE=$sanitizer_test_scale RAGGED_TEST_UNSET_WORKSPACE=$unset_workspace timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 86 --print-limit 50 \
         "$test" "${args[@]}" >"$runs/$key.log" 2>&1 || rc=$?
       echo "$rc" >"$runs/$key.rc"
     }

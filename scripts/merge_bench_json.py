@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Merges the Google Benchmark JSON files of several ragged_bench runs (one per suite) into one file.
 
-    merge_bench_json.py OUT FOLDER SUITE [SUITE ...]
+    merge_bench_json.py [--append] OUT FOLDER SUITE [SUITE ...]
 
 Reads FOLDER/SUITE.json for each suite and writes OUT: the first readable suite's context, every suite's
-benchmarks. A suite stopped by a time limit leaves a file without its closing brackets (ragged_bench flushes it
+benchmarks. With --append, OUT's own content (when it can be read) comes first and keeps its context. A suite
+named SUITE@NAME=VALUE is a run of SUITE with the environment variable NAME set to VALUE (an A/B run of a library
+switch, scripts/gpu-check.sh's RAGGED_BENCH_AB): each of its benchmarks is renamed with "/with:NAME=VALUE" before
+its "/manual_time", so that it pairs with the default run's benchmark of the same name, and NAME=VALUE is listed in
+the context's "ab_settings". A suite stopped by a time limit leaves a file without its closing brackets (ragged_bench flushes it
 after every benchmark): it is closed after its last complete benchmark, and the suite is listed in the context's
 "truncated_suites". A suite with no readable file is left out and said so on stdout. Exit status 0 when OUT was
 written, 1 when no suite could be read.
 """
 import json
 import os
+import re
 import sys
 
 # JSONReporter writes each run as an object indented by four spaces: "    {" ... "    }".
@@ -42,8 +47,22 @@ def read_suite(path):
         return json.loads(closed), True
 
 
-def merge(out, folder, suites):
-    merged, truncated = None, []
+def tag_runs(data, setting):
+    """Renames every benchmark of an A/B run: <name>/with:<setting>[/manual_time]."""
+    for run in data.get("benchmarks", []):
+        for key in ("name", "run_name"):
+            if key in run:
+                run[key] = re.sub(r"(/manual_time|/real_time)?$", lambda m: "/with:" + setting + (m.group(1) or ""),
+                                  run[key], count=1)
+
+
+def merge(out, folder, suites, append=False):
+    merged, truncated, settings = None, [], []
+    if append and os.path.exists(out):
+        try:
+            merged, _ = read_suite(out)
+        except (OSError, ValueError) as error:
+            print(f"{out}: not appended to ({error.__class__.__name__}); written anew")
     for suite in suites:
         path = os.path.join(folder, suite + ".json")
         try:
@@ -51,6 +70,10 @@ def merge(out, folder, suites):
         except (OSError, ValueError) as error:
             print(f"bench.json: suite {suite} left out ({error.__class__.__name__})")
             continue
+        if "@" in suite:
+            setting = suite.split("@", 1)[1]
+            tag_runs(data, setting)
+            settings.append(setting)
         if cut:
             truncated.append(suite)
             print(f"bench.json: suite {suite} was cut short; kept its {len(data.get('benchmarks', []))} "
@@ -61,18 +84,23 @@ def merge(out, folder, suites):
             merged.setdefault("benchmarks", []).extend(data.get("benchmarks", []))
     if merged is None:
         return False
+    context = merged.setdefault("context", {})
     if truncated:
-        merged.setdefault("context", {})["truncated_suites"] = ",".join(truncated)
+        context["truncated_suites"] = ",".join(filter(None, [context.get("truncated_suites")] + truncated))
+    if settings:
+        context["ab_settings"] = ",".join(filter(None, [context.get("ab_settings")] + settings))
     with open(out, "w") as f:
         json.dump(merged, f, indent=1)
     return True
 
 
 def main(argv):
-    if len(argv) < 4:
+    append = len(argv) > 1 and argv[1] == "--append"
+    args = argv[2:] if append else argv[1:]
+    if len(args) < 3:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    return 0 if merge(argv[1], argv[2], argv[3:]) else 1
+    return 0 if merge(args[0], args[1], args[2:], append) else 1
 
 
 if __name__ == "__main__":

@@ -20,10 +20,13 @@ Targets (from the issues):
            (the fastest of torch_jagged, torch_varlen and, at 0% padding, torch_dense); at 50% padding ragged >= 1.8x
            faster than SDPA on the padded batch with a mask (torch_padded_mask); at 0% padding ragged time
            <= 1.05 x the padded fused kernel. Short sequences (len <= 512) are reported separately.
+A/B runs of library switches (benchmarks named <name>/with:NAME=VALUE, scripts/gpu-check.sh's RAGGED_BENCH_AB)
+are kept out of the targets and reported last: per switch and op, the time with it set against the default run's.
 Exit status: 0 when the report was written (whatever the verdicts), 2 when the bench file cannot be read.
 """
 import argparse
 import json
+import math
 import re
 import sys
 
@@ -45,7 +48,8 @@ TIME_SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
 def load_runs(path):
-    """{name without /manual_time: run} for the successful iteration runs of a Google Benchmark JSON file."""
+    """{name without /manual_time: run} for the successful iteration runs of a Google Benchmark JSON file (A/B
+    runs, named .../with:NAME=VALUE, included: split_ab separates them)."""
     with open(path) as f:
         data = json.load(f)
     runs = {}
@@ -57,6 +61,54 @@ def load_runs(path):
         run["seconds"] = run["real_time"] * TIME_SCALE.get(run.get("time_unit", "ns"), 1e-9)
         runs[name] = run
     return data.get("context", {}), runs, data.get("torch_attention")
+
+
+AB_TAG = re.compile(r"/with:([^/]+)$")
+
+
+def split_ab(runs):
+    """(default runs, {setting: {default name: run}}) of load_runs' runs."""
+    plain, ab = {}, {}
+    for name, run in runs.items():
+        m = AB_TAG.search(name)
+        if m:
+            ab.setdefault(m.group(1), {})[name[: m.start()]] = run
+        else:
+            plain[name] = run
+    return plain, ab
+
+
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def ab_section(report, runs, ab):
+    """Per library switch and op: how the ragged rows' time with the switch set compares with the default run's
+    (both in this run), as the geometric mean, the least and the greatest ratio with their cases."""
+    if not ab:
+        return
+    report.add("### Library switches, A/B in this run")
+    report.add()
+    report.add("Time with the switch set / time of the default run, ragged rows only (> 1: the default is faster); "
+               "the segment softmax rows use the drained time where they have it. Each case is in bench.json under "
+               "its default name + `/with:NAME=VALUE`.")
+    report.add()
+    rows = []
+    for setting in sorted(ab):
+        by_op = {}
+        for name, run in ab[setting].items():
+            base = runs.get(name)
+            op, impl, case = split(name)
+            if base is None or impl != "ragged" or base["seconds"] <= 0 or run["seconds"] <= 0:
+                continue
+            with_us = run.get("drained_us") or run["seconds"] * 1e6
+            base_us = base.get("drained_us") or base["seconds"] * 1e6
+            by_op.setdefault(op, []).append((with_us / base_us, case))
+        for op in sorted(by_op):
+            ratios = sorted(by_op[op])
+            rows.append([setting, op, len(ratios), fmt(geomean([r for r, _ in ratios])),
+                         f"{fmt(ratios[0][0])} ({ratios[0][1]})", f"{fmt(ratios[-1][0])} ({ratios[-1][1]})"])
+    report.table(["switch", "op", "cases", "geomean with / default", "least", "greatest"], rows)
 
 
 def split(name):
@@ -352,7 +404,7 @@ def main(argv):
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv[1:])
     try:
-        context, runs, torch_attention = load_runs(args.bench)
+        context, all_runs, torch_attention = load_runs(args.bench)
     except (OSError, ValueError) as error:
         print(f"summarize_targets.py: cannot read {args.bench}: {error}", file=sys.stderr)
         return 2
@@ -364,6 +416,7 @@ def main(argv):
         except (OSError, ValueError) as error:
             print(f"summarize_targets.py: {args.torch_rnn} left out: {error}", file=sys.stderr)
 
+    runs, ab = split_ab(all_runs)
     report = Report()
     copy = float(context.get("copy_bytes_per_second", 0) or 0)
     gemm = float(context.get("bf16_gemm_flops_per_second", 0) or 0)
@@ -374,6 +427,7 @@ def main(argv):
                f"copy_frac denominator); bf16 GEMM {gemm * 1e-12:.0f} TFLOP/s (cuBLAS {gemm_size}^3, the peak_frac "
                f"denominator); L2 flushed {context.get('l2_flush', 'dirty (a memset: runs up to 6a97180)')} "
                f"before each iteration; {len(runs)} benchmark runs read from {args.bench}"
+               + (f" (and {sum(len(v) for v in ab.values())} A/B runs)" if ab else "")
                + (f"; suites cut short: {context['truncated_suites']}" if context.get("truncated_suites") else "")
                + ".")
     report.add()
@@ -386,6 +440,7 @@ def main(argv):
     segment_section(report, runs)
     rnn_section(report, runs, torch_rnn)
     attention_section(report, runs, torch_attention)
+    ab_section(report, runs, ab)
 
     # The verdicts first: per target, how many cases met it.
     summary = {t: [0, 0, 0] for t in ALL_TARGETS}

@@ -13,6 +13,13 @@ int main(int argc, char** argv) {
   if (rc != 0) return rc;
   const auto& config = session.configData();
   const bool listing = config.listTests || config.listTestNamesOnly || config.listTags || config.listReporters;
+  if (ragged::test::test_scale_error() != nullptr) {
+    std::fprintf(stderr, "%s\n", ragged::test::test_scale_error());
+    return 2;
+  }
+  if (!listing && ragged::test::test_scale() != 1.0)
+    std::printf("RAGGED_TEST_SCALE=%g: the segment tests' large generated inputs are scaled down\n",
+                ragged::test::test_scale());
   if (!listing && !ragged::test::gpu_available()) {
     std::printf("SKIP: no CUDA device visible (%s); GPU tests not run\n", ragged::test::gpu_unavailable_reason());
     return ragged::test::kSkipReturnCode;

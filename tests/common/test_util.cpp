@@ -1,6 +1,7 @@
 #include "common/test_util.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -32,6 +33,42 @@ void poison_workspace(DeviceBuffer<unsigned char>& workspace) {
   const char* unset = std::getenv("RAGGED_TEST_UNSET_WORKSPACE");
   if (unset != nullptr && std::string(unset) == "1") return;
   workspace.fill_bytes(0xff);
+}
+
+namespace {
+struct TestScale {
+  double value = 1.0;
+  const char* error = nullptr;
+};
+
+TestScale parse_test_scale() {
+  TestScale scale;
+  const char* text = std::getenv("RAGGED_TEST_SCALE");
+  if (text == nullptr || *text == '\0') return scale;
+  char* end = nullptr;
+  const double value = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(value > 0.0 && value <= 1.0)) {
+    scale.error = "RAGGED_TEST_SCALE must be a number in (0, 1]";
+    return scale;
+  }
+  scale.value = value;
+  return scale;
+}
+
+const TestScale& test_scale_setting() {
+  static const TestScale scale = parse_test_scale();
+  return scale;
+}
+}  // namespace
+
+double test_scale() { return test_scale_setting().value; }
+
+const char* test_scale_error() { return test_scale_setting().error; }
+
+std::int64_t scaled(std::int64_t n, std::int64_t at_least) {
+  const double scale = test_scale();
+  if (scale == 1.0) return n;
+  return std::max(static_cast<std::int64_t>(std::llround(static_cast<double>(n) * scale)), at_least);
 }
 
 std::mt19937_64 make_rng(std::uint64_t salt) {

@@ -78,6 +78,16 @@ using F16_I64 = Case<half, std::int64_t>;
 using BF16_I32 = Case<bfloat16, std::int32_t>;
 using BF16_I64 = Case<bfloat16, std::int64_t>;
 
+// RAGGED_TEST_SCALE=s (0 < s <= 1, default 1) shrinks the large generated inputs of the segment tests to about s
+// of their element counts, for runs under compute-sanitizer, where instrumented accesses make the full sizes take
+// minutes per test case (scripts/gpu-check.sh sets it there; ctest never does). Inputs whose size is what a case
+// tests (a plan past the first-pass kernel's limit, merge trees of three levels, long softmax rows) keep theirs.
+double test_scale();
+// Why RAGGED_TEST_SCALE cannot be used, or nullptr when it is unset or valid (gpu_main refuses to run then).
+const char* test_scale_error();
+// n x test_scale(), rounded, and at least `at_least`; exactly n at scale 1.
+std::int64_t scaled(std::int64_t n, std::int64_t at_least = 1);
+
 // Length regimes every op is tested across.
 enum class Regime { kRandom, kEmptyBatch, kBatchOfOne, kZeroLengths, kAllEmpty, kOneHuge, kManyTiny };
 const char* regime_name(Regime regime);

@@ -53,25 +53,27 @@ struct LengthSet {
   std::vector<std::int64_t> lengths;
 };
 
-// Keeps a regime's element count around a million whatever D is.
-inline std::int64_t regime_scale(std::int64_t inner) { return std::max<std::int64_t>(16, 4000 / inner); }
+// Keeps a regime's element count around a million whatever D is (times RAGGED_TEST_SCALE: test::scaled).
+inline std::int64_t regime_scale(std::int64_t inner) {
+  return std::max<std::int64_t>(scaled(16, 4), scaled(4000) / inner);
+}
 
 // Heavy-tailed lengths (Pareto, alpha ~ 1.1): mostly 0..3, a few thousands of elements long.
 inline std::vector<std::int64_t> power_law_lengths(std::mt19937_64& rng, std::int64_t inner) {
   std::uniform_real_distribution<double> unit(1e-9, 1.0);
-  const std::int64_t cap = std::max<std::int64_t>(1, 400000 / inner);
+  const std::int64_t cap = std::max<std::int64_t>(1, scaled(400000) / inner);
   std::vector<std::int64_t> lengths(300);
   for (auto& l : lengths)
     l = std::min<std::int64_t>(cap, static_cast<std::int64_t>(std::pow(unit(rng), -1.0 / 1.1)) - 1);
   return lengths;
 }
 
-// One row holds 2^20 + a few thousand elements; the other rows are empty.
+// One row holds 2^20 (times RAGGED_TEST_SCALE) + a few thousand elements; the other rows are empty.
 inline std::vector<std::int64_t> one_row_holds_all(std::mt19937_64& rng, std::int64_t inner) {
   std::vector<std::int64_t> lengths(37, 0);
   std::uniform_int_distribution<std::size_t> where(0, lengths.size() - 1);
   std::uniform_int_distribution<std::int64_t> extra(1, 5000);
-  lengths[where(rng)] = ((std::int64_t{1} << 20) + extra(rng) + inner - 1) / inner;
+  lengths[where(rng)] = (scaled(std::int64_t{1} << 20) + extra(rng) + inner - 1) / inner;
   return lengths;
 }
 
@@ -80,7 +82,7 @@ inline std::vector<std::int64_t> one_row_holds_all(std::mt19937_64& rng, std::in
 // for softmax some past the local-finish limit) and runs of 1024 rows with none.
 inline std::vector<std::int64_t> scattered_long_rows(std::mt19937_64& rng, std::int64_t inner,
                                                      std::int64_t rows = 0, double long_fraction = 0.003) {
-  if (rows == 0) rows = std::max<std::int64_t>(300, 20000 / std::max<std::int64_t>(1, inner / 16));
+  if (rows == 0) rows = std::max<std::int64_t>(300, scaled(20000) / std::max<std::int64_t>(1, inner / 16));
   std::uniform_int_distribution<std::int64_t> tiny(0, 2);
   std::uniform_int_distribution<std::int64_t> long_length(3, 40000 / inner + 3);
   std::bernoulli_distribution is_long(long_fraction);
