@@ -520,6 +520,27 @@ template <typename Acc, typename Load, typename Store, typename Root>
 __device__ __forceinline__ void merge_node(Load load, Store store, Root root, std::int64_t slot0, std::int64_t span,
                                            int children, std::int64_t D, std::int64_t col0, std::int64_t col1,
                                            bool is_root) {
+  const int cols = static_cast<int>(min(col1 - col0, static_cast<std::int64_t>(kWarpSize) + 1));
+  if (cols * children <= kWarpSize) {
+    // A narrow node (D = 1 or 2, or few children): each (child, column) pair is one lane's load, so the node
+    // costs one round trip where merge_in_order's batches took children / kMergeBatch of them, on the path
+    // after a huge row's last chunk (a level per 16x chunks). Column c's lane then merges the children in
+    // order through shuffles: the same merges of the same values as merge_in_order, so the same bits.
+    const int lane = lane_id();
+    Acc mine;
+    if (lane < cols * children) mine = load((slot0 + (lane / cols) * span) * D + col0 + lane % cols);
+    Acc acc;
+    for (int k = 0; k < children; ++k) {
+      const Acc child = mine.shfl(k * cols + (lane < cols ? lane : 0));
+      if (lane < cols) acc.merge(child);
+    }
+    if (lane < cols) {
+      if (is_root) root(col0 + lane, acc);
+      else store(acc, slot0 * D + col0 + lane);
+    }
+    __syncwarp();
+    return;
+  }
   for (std::int64_t col = col0 + lane_id(); col < col1; col += kWarpSize) {
     Acc acc;
     merge_in_order(acc, children, [&](int k) { return load((slot0 + k * span) * D + col); });

@@ -38,6 +38,8 @@
 #   RAGGED_SANITIZER_TEST_SCALE  RAGGED_TEST_SCALE for the GPU tests under the sanitizers (default: 0.25): the
 #                              segment tests' large generated inputs at a quarter of their elements (ctest runs
 #                              them whole; tests/common/test_util.h says which inputs keep their sizes)
+#   RAGGED_SANITIZER_SEED      Catch2 --rng-seed of the sanitizer runs (default: time, a fresh one each run; each
+#                              run's log prints it, "Randomness seeded to", so a failure can be replayed)
 #   RAGGED_SANITIZER_TIMEOUT   seconds per sanitizer run, a program or a test case (default: 150; a timeout
 #                              counts as a failure)
 #   RAGGED_BENCH_SUITES        benchmark suites, run one program each (default: "convert_gpu segment_gpu
@@ -73,6 +75,7 @@ tools=${RAGGED_SANITIZER_TOOLS:-memcheck racecheck initcheck synccheck}
 jobs=${RAGGED_SANITIZER_JOBS:-$(nproc)}
 sanitizer_timeout=${RAGGED_SANITIZER_TIMEOUT:-150}
 sanitizer_test_scale=${RAGGED_SANITIZER_TEST_SCALE:-0.25}
+sanitizer_seed=${RAGGED_SANITIZER_SEED:-time}
 split_tools=${RAGGED_SANITIZER_SPLIT_TOOLS:-racecheck initcheck}
 bench_timeout=${RAGGED_BENCH_TIMEOUT:-150}
 torch_timeout=${RAGGED_TORCH_TIMEOUT:-240}
@@ -112,7 +115,7 @@ write_summary() {  # write_summary [final]: rewritten after every step, so a che
     echo "- commit: \`$commit\`"
     echo "- GPU: $gpu_name"
     echo "- date: $(date -u +%Y-%m-%d) (UTC), took ${elapsed}s (deadline ${deadline}s)"
-    echo "- CUDA architectures: $archs; sanitizer filter: ${filter:-all tests}; sanitizer test scale: $sanitizer_test_scale"
+    echo "- CUDA architectures: $archs; sanitizer filter: ${filter:-all tests}; sanitizer test scale: $sanitizer_test_scale; sanitizer seed: $sanitizer_seed"
     echo "- results folder: \`docs/results/$(date -u +%Y-%m-%d)-$gpu_slug-${commit%-dirty}/\`"
     echo "- verdict: $state"
     echo
@@ -370,7 +373,7 @@ if [ "$configure_rc" -eq 0 ]; then
     # the sum of its cases'. The other tools run a program at a time; with a filter, every tool does.
     sanitize() {  # sanitize TOOL TEST KEY LIMIT [SPEC] -> $runs/KEY.{log,rc}
       local tool=$1 test=$2 key=$3 limit=$4 rc=0
-      local args=(--rng-seed time)
+      local args=(--rng-seed "$sanitizer_seed")
       if [ $# -ge 5 ] && [ -n "$5" ]; then args+=("$5"); fi
       # The tests fill workspaces with NaN bytes (test::poison_workspace), which would hide from initcheck a read
       # of a byte the op never wrote: under initcheck they leave them as allocated.
