@@ -522,10 +522,11 @@ __device__ __forceinline__ void merge_node(Load load, Store store, Root root, st
                                            bool is_root) {
   const int cols = static_cast<int>(min(col1 - col0, static_cast<std::int64_t>(kWarpSize) + 1));
   if (cols * children <= kWarpSize) {
-    // A narrow node (D = 1 or 2, or few children): each (child, column) pair is one lane's load, so the node
-    // costs one round trip where merge_in_order's batches took children / kMergeBatch of them, on the path
-    // after a huge row's last chunk (a level per 16x chunks). Column c's lane then merges the children in
-    // order through shuffles: the same merges of the same values as merge_in_order, so the same bits.
+    // A narrow node (D = 1 or 2; a wider D or a column tile's last few columns with few children): each (child,
+    // column) pair is one lane's load, so the node costs one round trip where merge_in_order's batches took
+    // children / kMergeBatch of them, on the path after a huge row's last chunk (a level per 16x chunks).
+    // Column c's lane then merges the children in order through shuffles: the same merges of the same values
+    // as merge_in_order, so the same bits.
     const int lane = lane_id();
     Acc mine;
     if (lane < cols * children) mine = load((slot0 + (lane / cols) * span) * D + col0 + lane % cols);

@@ -161,11 +161,13 @@ TEMPLATE_TEST_CASE("segment_reduce on the device: merge trees of one, two and th
   // A row of several chunks is merged by a tree of fan-in F (kernels/segment_geometry.h, climb_merge_tree): rows
   // of F, F + 1, F * F - 1 and F * F + 1 chunks take 1, 2, 2 and 3 levels (the last: a root of 2 children, one of
   // them a node of one chunk). The chunk size is the kernels' own, for the 16-byte vectors of aligned values.
+  // D = 1 merges every node lane per child (merge_node's narrow nodes), D = 64 a column per lane, and D = 33 both:
+  // column tiles of 32 columns and of 1.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(410);
   const std::int64_t F = detail::kMergeFanIn;
-  for (std::int64_t inner : {1, 64}) {
+  for (std::int64_t inner : {1, 33, 64}) {
     const int vec = inner % static_cast<std::int64_t>(16 / sizeof(T)) == 0 ? static_cast<int>(16 / sizeof(T)) : 1;
     const std::int64_t chunk = detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec).chunk_tokens;
     const std::vector<std::int64_t> lengths = {F * F * chunk + 1, 0, F * chunk, 3, F * chunk + 1, (F * F - 1) * chunk - 7};
