@@ -76,6 +76,46 @@ struct ExtremeAcc {
     v = take ? x : v;
     i = take ? xi : i;
   }
+  // add(x[0], t), add(x[1], t + step), ..., the first `count`, with the same result, for a unit's group of loads:
+  // the group's extreme by independent min / max chains (no index, no dependency on v), one comparison with the
+  // accumulator, and the group's first index of that extreme only when the group wins (x[k] == m: of +0 and -0
+  // the first keeps its own sign, as add() would). A group holding a NaN goes through add(). Why: with add()'s
+  // select chain on v and a 64-bit index per element, ptxas (sm_90) placed each load right before its element's
+  // chain, so a lane kept one or two loads in flight (the H200 run of 8cbd4e5: one huge float row at D = 1 took
+  // 74.3 us for the max against 34.6 for the sum).
+  template <int U>
+  __device__ void add_group(const float (&x)[U], int count, std::int64_t t, std::int64_t step) {
+    constexpr int kChains = U < 4 ? U : 4;
+    float m[kChains];
+    bool nan = false;
+#pragma unroll
+    for (int k = 0; k < kChains; ++k) m[k] = kMin ? INFINITY : -INFINITY;
+#pragma unroll
+    for (int k = 0; k < U; ++k)
+      if (k < count) {
+        m[k % kChains] = kMin ? fminf(m[k % kChains], x[k]) : fmaxf(m[k % kChains], x[k]);
+        nan |= isnan(x[k]);
+      }
+#pragma unroll
+    for (int k = 1; k < kChains; ++k) m[0] = kMin ? fminf(m[0], m[k]) : fmaxf(m[0], m[k]);
+    if (nan) {
+#pragma unroll
+      for (int k = 0; k < U; ++k)
+        if (k < count) add(x[k], t + k * step);
+      return;
+    }
+    if (i >= 0 && !(kMin ? m[0] < v : m[0] > v)) return;  // also when v is NaN: a NaN is never replaced
+    int first = 0;
+    float best = x[0];  // x[first], kept by the unrolled loop: an index into x would put x in local memory
+#pragma unroll
+    for (int k = U - 1; k >= 0; --k)
+      if (k < count && x[k] == m[0]) {
+        first = k;
+        best = x[k];
+      }
+    v = best;
+    i = t + first * step;
+  }
   __device__ void merge(const ExtremeAcc& o) {
     if (o.i >= 0 && beats(o.v, o.i)) {
       v = o.v;
@@ -178,8 +218,9 @@ __global__ void __launch_bounds__(kThreads, 3)
 }
 
 
-// Unit u, in the row of cursor `at`.
-template <typename T, typename OffsetT, typename Acc, int V>
+// Unit u, in the row of cursor `at`. kGrouped (max / min): a group of loads goes to Acc::add_group per vector lane
+// (the same result as add() per element), else to add() per element.
+template <typename T, typename OffsetT, typename Acc, int V, bool kGrouped>
 __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t u,
                                             const UnitCursor& at) {
   const SegmentLayout<OffsetT>& L = a.layout;
@@ -218,12 +259,22 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
           for (int v = 0; v < V; ++v) raw[k].v[v] = from_float<T>(0.0f);
         }
       }
+      if constexpr (kGrouped) {
 #pragma unroll
-      for (int k = 0; k < U; ++k)
-        if (k < count) {
+        for (int v = 0; v < V; ++v) {
+          float x[U];
 #pragma unroll
-          for (int v = 0; v < V; ++v) acc[v].add(to_float(raw[k].v[v]), t + k * step);
+          for (int k = 0; k < U; ++k) x[k] = to_float(raw[k].v[v]);
+          acc[v].add_group(x, count, t, step);
         }
+      } else {
+#pragma unroll
+        for (int k = 0; k < U; ++k)
+          if (k < count) {
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[v].add(to_float(raw[k].v[v]), t + k * step);
+          }
+      }
     };
     for (std::int64_t i = 0; i + U <= n; i += U, t += U * step, offset += U * stride) add_group(U);
     if (n % U != 0) add_group(static_cast<int>(n % U));
@@ -365,6 +416,14 @@ __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
 template <typename T, typename Acc, int V>
 constexpr int kReduceMinBlocks = sizeof(T) == 4 && (V > 1 || std::is_same<Acc, SumAcc>::value) ? 3 : 2;
 
+// Whether the unit kernel's max / min take a group of loads at once (ExtremeAcc::add_group). Not where ptxas
+// (sm_90) spilled with it: float at V = 4 held to 3 blocks per SM (20 -> 558 bytes), bfloat16 at V = 8 (stream
+// kernel 16 -> 64 bytes of spill stores; the other 0 -> 8).
+template <typename T, typename Acc, int V, bool kStream>
+constexpr bool kGroupedUnits = !std::is_same<Acc, SumAcc>::value &&
+                               (kStream || kReduceMinBlocks<T, Acc, V> < 3) &&
+                               !(std::is_same<T, __nv_bfloat16>::value && V > 1);
+
 // kStream: the geometry streams one-chunk rows (streams_rows; a separate kernel, so that the others keep their
 // registers).
 template <typename T, typename OffsetT, typename Acc, int V, bool kStream>
@@ -379,7 +438,7 @@ __global__ void __launch_bounds__(kThreads, (kStream ? 2 : kReduceMinBlocks<T, A
       if (token_end < 0) token_end = share_token_end(L, end);
       stream_rows<T, OffsetT, Acc, V>(a, u, c, end, token_end);
     } else {
-      reduce_unit<T, OffsetT, Acc, V>(a, u, c);
+      reduce_unit<T, OffsetT, Acc, V, kGroupedUnits<T, Acc, V, kStream>>(a, u, c);
       ++u;
     }
   });
