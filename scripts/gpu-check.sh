@@ -153,6 +153,34 @@ step_timeout() {
   if [ "$left" -lt 20 ]; then echo 0; elif [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
 }
 
+# One ragged_bench run of SUITE into FOLDER/SUITE.json, recorded in the summary; with SETTING (NAME=VALUE, an A/B
+# run of RAGGED_BENCH_AB) set in its environment and written to FOLDER/SUITE@SETTING.json. Returns 1 when the
+# deadline left it no time.
+bench_suite() {  # bench_suite FOLDER SUITE [SETTING]
+  local folder=$1 suite=$2 setting=${3:-} key=$2 label="benchmarks $2" rc=0 limit errors what
+  if [ -n "$setting" ]; then key="$suite@$setting" label="benchmarks $suite with $setting"; fi
+  limit=$(step_timeout "$bench_timeout")
+  if [ "$limit" -eq 0 ]; then
+    record "$label" "not run (deadline)" "-" "-"
+    return 1
+  fi
+  echo "== ragged_bench, suite $suite${setting:+ with $setting} (timeout ${limit}s)" >>"$out/bench.log"
+  # shellcheck disable=SC2086  # RAGGED_BENCH_ARGS is a list of arguments
+  env ${setting:+"$setting"} RAGGED_BENCH_SUITES="$suite" timeout "$limit" "$build/bench/ragged_bench" \
+    --benchmark_out="$folder/$key.json" --benchmark_out_format=json ${RAGGED_BENCH_ARGS:-} \
+    >>"$out/bench.log" 2>&1 || rc=$?
+  errors=$(grep -c '"error_occurred": true' "$folder/$key.json" 2>/dev/null || true)
+  what="$label (${errors:-0} with errors)"
+  if [ "${errors:-0}" -gt 0 ] && [ "$rc" -eq 0 ]; then rc=1; fi
+  if [ "$rc" -eq 124 ]; then what="$label (timed out after ${limit}s: the benchmarks it finished are kept)"; fi
+  # On a GPU machine the GPU suites must have run.
+  if [[ "$suite" == *_gpu ]] && grep -q "No CUDA device found" "$out/bench.log"; then
+    what="$label (no CUDA device: skipped)"
+    if [ "$rc" -eq 0 ]; then rc=1; fi
+  fi
+  record "$what" "$(verdict "$rc")" "$rc" "bench.json, bench.log"
+}
+
 # ---- device description --------------------------------------------------------------------------------
 {
   echo "# commit: $commit"
@@ -199,29 +227,7 @@ if [ "$configure_rc" -eq 0 ]; then
   elif [ "${RAGGED_SKIP_BENCH:-0}" != "1" ]; then
     : >"$out/bench.log"
     suite_json=$(mktemp -d)
-    for suite in $bench_suites; do
-      limit=$(step_timeout "$bench_timeout")
-      if [ "$limit" -eq 0 ]; then
-        record "benchmarks $suite" "not run (deadline)" "-" "-"
-        continue
-      fi
-      bench_rc=0
-      echo "== ragged_bench, suite $suite (timeout ${limit}s)" >>"$out/bench.log"
-      # shellcheck disable=SC2086  # RAGGED_BENCH_ARGS is a list of arguments
-      RAGGED_BENCH_SUITES=$suite timeout "$limit" "$build/bench/ragged_bench" \
-        --benchmark_out="$suite_json/$suite.json" --benchmark_out_format=json ${RAGGED_BENCH_ARGS:-} \
-        >>"$out/bench.log" 2>&1 || bench_rc=$?
-      errors=$(grep -c '"error_occurred": true' "$suite_json/$suite.json" 2>/dev/null || true)
-      what="benchmarks $suite (${errors:-0} with errors)"
-      if [ "${errors:-0}" -gt 0 ] && [ "$bench_rc" -eq 0 ]; then bench_rc=1; fi
-      if [ "$bench_rc" -eq 124 ]; then what="benchmarks $suite (timed out after ${limit}s: the benchmarks it finished are kept)"; fi
-      # On a GPU machine the GPU suites must have run.
-      if [[ "$suite" == *_gpu ]] && grep -q "No CUDA device found" "$out/bench.log"; then
-        what="benchmarks $suite (no CUDA device: skipped)"
-        if [ "$bench_rc" -eq 0 ]; then bench_rc=1; fi
-      fi
-      record "$what" "$(verdict "$bench_rc")" "$bench_rc" "bench.json, bench.log"
-    done
+    for suite in $bench_suites; do bench_suite "$suite_json" "$suite" || true; done
     # One bench.json: the first suite's context, every suite's benchmarks; a suite cut short by its timeout keeps
     # the benchmarks it finished (ragged_bench flushes its JSON after each one).
     python3 scripts/merge_bench_json.py "$out/bench.json" "$suite_json" $bench_suites >>"$out/bench.log" 2>&1 || true
@@ -273,23 +279,7 @@ if [ "$configure_rc" -eq 0 ]; then
     ab_ran=()
     for setting in $bench_ab; do
       for suite in $bench_ab_suites; do
-        limit=$(step_timeout "$bench_timeout")
-        if [ "$limit" -eq 0 ]; then
-          record "benchmarks $suite with $setting" "not run (deadline)" "-" "-"
-          continue
-        fi
-        ab_rc=0
-        echo "== ragged_bench, suite $suite with $setting (timeout ${limit}s)" >>"$out/bench.log"
-        # shellcheck disable=SC2086  # RAGGED_BENCH_ARGS is a list of arguments
-        env "$setting" RAGGED_BENCH_SUITES="$suite" timeout "$limit" "$build/bench/ragged_bench" \
-          --benchmark_out="$ab_json/$suite@$setting.json" --benchmark_out_format=json ${RAGGED_BENCH_ARGS:-} \
-          >>"$out/bench.log" 2>&1 || ab_rc=$?
-        errors=$(grep -c '"error_occurred": true' "$ab_json/$suite@$setting.json" 2>/dev/null || true)
-        if [ "${errors:-0}" -gt 0 ] && [ "$ab_rc" -eq 0 ]; then ab_rc=1; fi
-        what="benchmarks $suite with $setting (${errors:-0} with errors)"
-        if [ "$ab_rc" -eq 124 ]; then what="benchmarks $suite with $setting (timed out after ${limit}s: kept what finished)"; fi
-        record "$what" "$(verdict "$ab_rc")" "$ab_rc" "bench.json, bench.log"
-        ab_ran+=("$suite@$setting")
+        if bench_suite "$ab_json" "$suite" "$setting"; then ab_ran+=("$suite@$setting"); fi
       done
     done
     if [ ${#ab_ran[@]} -gt 0 ]; then
