@@ -24,6 +24,16 @@ inline bool switch_from_environment(const char* name) {
   return value == nullptr || std::string(value) != "0";
 }
 
+// A process-wide setting's starting value: the environment's `name` when it is a whole number in [lo, hi],
+// else `fallback`.
+inline int setting_from_environment(const char* name, int fallback, int lo, int hi) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return fallback;
+  char* end = nullptr;
+  const long v = std::strtol(value, &end, 10);
+  return *end == '\0' && v >= lo && v <= hi ? static_cast<int>(v) : fallback;
+}
+
 // Multiprocessors of the current device. Querying attributes is allowed during stream capture.
 inline Status sm_count(int& count) {
   int device = 0;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "async_copy.cuh"
 #include "element_convert.cuh"
 #include "grid_dependency.cuh"
 #include "launch.cuh"
@@ -51,6 +52,23 @@ __device__ __forceinline__ void row_extent(const OffsetT* offsets, std::int64_t 
 }
 
 __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) & (kWarpSize - 1); }
+
+// Asks L2 for a group of a warp's vector loads before they are made (prefetch.global.L2: no register held,
+// nothing to wait for): `pieces` pieces of 32 vectors of V elements, piece k at element first + k * stride, each
+// of kLines 128-byte lines. One line per lane: lane l takes line l / kPieces of piece l % kPieces, so that where
+// the last lanes of a warp hold no column (a partial column tile) the lines nobody asks for are the pieces' last,
+// mostly the columns past D. Elements at or past `limit` are not asked for.
+template <typename T, int V, int kPieces>
+__device__ __forceinline__ void prefetch_pieces(const T* values, std::int64_t first, std::int64_t stride, int pieces,
+                                                std::int64_t limit) {
+  constexpr int kLineElems = 128 / static_cast<int>(sizeof(T));
+  constexpr int kLines = (kWarpSize * V * static_cast<int>(sizeof(T)) + 127) / 128;
+  static_assert(kPieces * kLines == kWarpSize, "one line per lane");
+  const int lane = lane_id();
+  const int k = lane % kPieces;
+  const std::int64_t at = first + k * stride + lane / kPieces * kLineElems;
+  if (k < pieces && at < limit) prefetch_l2(values + at);
+}
 
 // Threads per block of every segment kernel.
 constexpr int kSegmentThreads = 256;
@@ -399,6 +417,14 @@ RAGGED_HOST_DEVICE std::int64_t arrival_words(const SegmentLayout<OffsetT>& L) {
 // row's end comes from the next lane by a shuffle), then, for every tiny row of the group at once,
 // head = load_head(b, begin, length), the op's loads that come first (no stores: those would order the loads
 // of the next rows behind them). tiny() then starts from registers.
+// Asks L2 for the offsets of row group `group` (129 of them, from its first row's), when it exists.
+template <typename OffsetT>
+__device__ __forceinline__ void prefetch_group_offsets(const SegmentLayout<OffsetT>& L, std::int64_t group) {
+  const std::int64_t at = group * kRowsPerGroup + static_cast<std::int64_t>(lane_id()) * (128 / sizeof(OffsetT));
+  if (group < row_groups(L.batch) && at <= min(L.batch, group * kRowsPerGroup + kRowsPerGroup))
+    prefetch_l2(L.offsets + at);
+}
+
 template <typename OffsetT, typename LoadHead, typename Tiny, typename Empty>
 __device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, LoadHead load_head, Tiny tiny,
                                          Empty empty) {
@@ -411,7 +437,14 @@ __device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, LoadHe
   for (std::int64_t i = global_warp() * kWarpSize + lane; i < words; i += total_warps() * kWarpSize)
     L.arrivals[i] = 0;
   const std::int64_t groups = row_groups(L.batch);
-  for (std::int64_t group = global_warp(); group < groups; group += total_warps()) {
+  const std::int64_t warps = total_warps();
+  for (std::int64_t group = global_warp(); group < groups; group += warps) {
+    // L2 prefetch (L.prefetch_groups > 0): the offsets of this warp's group after next. Why: a group costs two
+    // dependent round trips (its offsets, then its rows' heads), and at 8M rows of ~2 floats (64 MiB) each warp
+    // walks ~20 groups one after another; from L2 the first is a few hundred ns, not ~1 us. The values of the
+    // next group too would need its first and last offsets held across this group's rows: 2 registers, which
+    // spilled the int64 sum row kernels (ptxas, sm_90: 12-40 bytes at 80 registers).
+    if (L.prefetch_groups > 0) prefetch_group_offsets(L, group + 2 * warps);
     const GroupOffsets<OffsetT> rows(L, group);
     Head head[kBatches];
 #pragma unroll
@@ -469,8 +502,8 @@ __device__ __forceinline__ LaneSlot lane_slot(const SegmentGeometry& g, std::int
 // whole warp; Acc has merge(other) and shfl(src_lane).
 template <typename Acc, int V>
 __device__ __forceinline__ void merge_phases(Acc (&acc)[V], const SegmentGeometry& g, const LaneSlot& slot) {
-  int span = 1;
-  while (span < g.phases) span <<= 1;
+  // phases rounded up to a power of two (a loop here ran once per row in the streams)
+  const int span = g.phases <= 1 ? 1 : 1 << (32 - __clz(g.phases - 1));
   const int lane = lane_id();
   for (int s = span >> 1; s > 0; s >>= 1) {
     const int from = lane + s * static_cast<int>(g.vcols);

@@ -28,6 +28,15 @@ constexpr int kSoftmaxBackwardFloatsPerLane = 16;
 bool segment_stream_enabled();
 void set_segment_stream_enabled(bool enabled);
 
+// How many groups of loads ahead segment_reduce's unit and stream loops ask L2 for the data they will load
+// (prefetch.global.L2: no registers held, nothing to wait for), and whether the segment ops' row pass asks for
+// the offsets of its groups ahead: kSegmentPrefetchGroups unless the process started with RAGGED_SEGMENT_PREFETCH
+// set to 0 (off) .. 4. Not thread-safe to change, as above.
+constexpr int kSegmentPrefetchGroups = 2;
+constexpr int kSegmentMaxPrefetchGroups = 4;
+int segment_prefetch_groups();
+void set_segment_prefetch_groups(int groups);
+
 // Whether segment_softmax holds its block rows in shared memory (is_block_row: segment_geometry.h); on unless
 // the process started with RAGGED_SEGMENT_BLOCK_ROWS=0 (those rows then take the chunks and the second pass).
 // Not thread-safe to change, as above.
@@ -58,6 +67,9 @@ struct SegmentLayout {
   // [partial_capacity * tiles]: the merge trees' arrival counters (merge_tile_partials), zeroed by the row pass;
   // null when the op keeps no partials (reduce backward).
   int* arrivals = nullptr;
+  // L2 prefetch distance in groups of loads (segment_prefetch_groups), set by the launchers: segment_reduce's unit
+  // and stream loops use it; every op's row pass prefetches its offsets two groups ahead unless it is 0.
+  int prefetch_groups = 0;
 };
 
 // plan[0] = 0 and CUB's inclusive scan of the `groups` entries of group_work into plan + 1. With

@@ -1,5 +1,7 @@
-// The process-wide switch of segment_reduce's and segment_softmax's row streams (segment_launch.h); the kernels
-// are in segment_reduce.cuh and segment_softmax.cuh.
+// The process-wide settings of the segment kernels (segment_launch.h): segment_reduce's and segment_softmax's
+// row streams and segment_reduce's L2 prefetch; the kernels are in segment_reduce.cuh and segment_softmax.cuh.
+#include <algorithm>
+
 #include "segment_launch.h"
 
 namespace ragged {
@@ -13,10 +15,21 @@ bool& segment_stream_setting() {
   return enabled;
 }
 
+// RAGGED_SEGMENT_PREFETCH=N (0 .. 4) in the environment starts a process that prefetches N groups ahead (0: off).
+int& segment_prefetch_setting() {
+  static int groups = setting_from_environment("RAGGED_SEGMENT_PREFETCH", kSegmentPrefetchGroups, 0,
+                                               kSegmentMaxPrefetchGroups);
+  return groups;
+}
+
 }  // namespace
 
 bool segment_stream_enabled() { return segment_stream_setting(); }
 void set_segment_stream_enabled(bool enabled) { segment_stream_setting() = enabled; }
+int segment_prefetch_groups() { return segment_prefetch_setting(); }
+void set_segment_prefetch_groups(int groups) {
+  segment_prefetch_setting() = std::min(std::max(groups, 0), kSegmentMaxPrefetchGroups);
+}
 
 }  // namespace detail
 }  // namespace ragged

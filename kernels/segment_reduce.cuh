@@ -36,6 +36,9 @@ constexpr int kThreads = kSegmentThreads;
 template <typename T, int V>
 constexpr int kUnroll = 128 / static_cast<int>(V * sizeof(T)) < 32 ? 128 / static_cast<int>(V * sizeof(T)) : 32;
 
+// The n low bits set, for 0 <= n <= 32.
+__device__ __forceinline__ unsigned low_bits(int n) { return n >= 32 ? ~0u : (1u << n) - 1u; }
+
 // add(x, xi): the next element of one lane's walk through a row, whose index xi is greater than every index
 // the accumulator has seen (so a tie never replaces); merge: any other accumulator.
 struct SumAcc {
@@ -54,18 +57,20 @@ struct SumAcc {
 };
 
 // Max (kMin = false) or min with the index of the winner. The selection is a total order (NaN first, then the
-// extreme value, then the lower index), so merging in any order gives the same answer.
-template <bool kMin>
+// extreme value, then the lower index), so merging in any order gives the same answer. Index: a 32-bit index
+// where every index fits (the stream's one-chunk rows: StreamAcc), which halves the index's shuffles and compares.
+template <bool kMin, typename Index = std::int64_t>
 struct ExtremeAcc {
   float v = 0.0f;
-  std::int64_t i = -1;  // -1: nothing seen yet
+  Index i = -1;  // -1: nothing seen yet
 
-  __device__ bool beats(float x, std::int64_t xi) const {
-    if (i < 0) return true;
+  // Whether (x, xi) comes before this one in the order. Selects instead of branches: merges run in chains of
+  // shuffles (merge_phases), where the branches' convergence barriers sat between every two of them.
+  __device__ bool beats(float x, Index xi) const {
     const bool x_nan = isnan(x), v_nan = isnan(v);
-    if (x_nan || v_nan) return x_nan && (!v_nan || xi < i);
-    if (x == v) return xi < i;
-    return kMin ? x < v : x > v;
+    const bool lower = xi < i;
+    const bool more_extreme = kMin ? x < v : x > v;  // false when either is NaN
+    return (i < 0) | (x_nan & (!v_nan | lower)) | (!x_nan & !v_nan & (more_extreme | ((x == v) & lower)));
   }
   // The order above, for an element of a higher index than any seen: it wins if nothing was seen, if it is the
   // first NaN, or if it is strictly more extreme than a non-NaN value (a tie keeps the lower index). Selects
@@ -74,34 +79,46 @@ struct ExtremeAcc {
     const bool v_nan = isnan(v);
     const bool take = (i < 0) | (isnan(x) & !v_nan) | (!v_nan & (kMin ? x < v : x > v));
     v = take ? x : v;
-    i = take ? xi : i;
+    i = take ? static_cast<Index>(xi) : i;
   }
-  // add(x[0], t), add(x[1], t + step), ..., the first `count`, with the same result, for a unit's group of loads:
-  // the group's extreme by independent min / max chains (no index, no dependency on v), one comparison with the
-  // accumulator, and the group's first index of that extreme only when the group wins (x[k] == m: of +0 and -0
-  // the first keeps its own sign, as add() would). A group holding a NaN goes through add(). Why: with add()'s
-  // select chain on v and a 64-bit index per element, ptxas (sm_90) placed each load right before its element's
+  // add(x[k], t + k * step) for each k whose bit is set in `valid`, in k order, with the same result, for a group
+  // of loads: the group's extreme by independent min / max chains (no index, no dependency on v), one comparison
+  // with the accumulator, and the first index of that extreme only when the group wins (x[k] == m: of +0 and -0
+  // the first keeps its own sign, as add() would). `valid` may differ between lanes: the other elements are
+  // masked by predicates, not skipped by branches. A NaN is found by sums (a NaN makes its chain's sum NaN; so do
+  // +inf and -inf together, which only sends the group the slow way): the group then goes through add(). The
+  // sums cost one add per element where isnan() cost a compare, which ptxas also kept per element, as bits of a
+  // mask, for the fallback's add(): three more instructions per element (sm_90 SASS). Why grouped at all: with
+  // add()'s select chain on v and a 64-bit index per element, ptxas placed each load right before its element's
   // chain, so a lane kept one or two loads in flight (the H200 run of 8cbd4e5: one huge float row at D = 1 took
-  // 74.3 us for the max against 34.6 for the sum).
+  // 74.3 us for the max against 34.6 for the sum), and the stream path's window paid a warp-uniform branch and
+  // that chain per element (uniform lengths at D = 1: 112 us for the max against 72.9 for the sum).
   template <int U>
-  __device__ void add_group(const float (&x)[U], int count, std::int64_t t, std::int64_t step) {
+  __device__ void add_masked(const float (&x)[U], unsigned valid, std::int64_t t, std::int64_t step) {
+    static_assert(U <= 32, "one bit of `valid` per element");
+    if (valid == 0u) return;
     constexpr int kChains = U < 4 ? U : 4;
-    float m[kChains];
-    bool nan = false;
+    float m[kChains], sum[kChains];
 #pragma unroll
-    for (int k = 0; k < kChains; ++k) m[k] = kMin ? INFINITY : -INFINITY;
+    for (int c = 0; c < kChains; ++c) {
+      m[c] = kMin ? INFINITY : -INFINITY;
+      sum[c] = 0.0f;
+    }
 #pragma unroll
     for (int k = 0; k < U; ++k)
-      if (k < count) {
+      if ((valid >> k) & 1u) {
         m[k % kChains] = kMin ? fminf(m[k % kChains], x[k]) : fmaxf(m[k % kChains], x[k]);
-        nan |= isnan(x[k]);
+        sum[k % kChains] += x[k];
       }
 #pragma unroll
-    for (int k = 1; k < kChains; ++k) m[0] = kMin ? fminf(m[0], m[k]) : fmaxf(m[0], m[k]);
-    if (nan) {
+    for (int c = 1; c < kChains; ++c) {
+      m[0] = kMin ? fminf(m[0], m[c]) : fmaxf(m[0], m[c]);
+      sum[0] += sum[c];
+    }
+    if (isnan(sum[0])) {
 #pragma unroll
       for (int k = 0; k < U; ++k)
-        if (k < count) add(x[k], t + k * step);
+        if ((valid >> k) & 1u) add(x[k], t + k * step);
       return;
     }
     if (i >= 0 && !(kMin ? m[0] < v : m[0] > v)) return;  // also when v is NaN: a NaN is never replaced
@@ -109,18 +126,17 @@ struct ExtremeAcc {
     float best = x[0];  // x[first], kept by the unrolled loop: an index into x would put x in local memory
 #pragma unroll
     for (int k = U - 1; k >= 0; --k)
-      if (k < count && x[k] == m[0]) {
+      if (((valid >> k) & 1u) && x[k] == m[0]) {
         first = k;
         best = x[k];
       }
     v = best;
-    i = t + first * step;
+    i = static_cast<Index>(t + first * step);
   }
   __device__ void merge(const ExtremeAcc& o) {
-    if (o.i >= 0 && beats(o.v, o.i)) {
-      v = o.v;
-      i = o.i;
-    }
+    const bool take = (o.i >= 0) & beats(o.v, o.i);
+    v = take ? o.v : v;
+    i = take ? o.i : i;
   }
   __device__ ExtremeAcc shfl(int src) const {
     ExtremeAcc r;
@@ -131,6 +147,7 @@ struct ExtremeAcc {
   __device__ float value(std::int64_t, bool) const { return v; }
   __device__ std::int64_t index() const { return i; }
   __device__ void store(float* value, std::int64_t* index, std::int64_t at) const {
+    static_assert(std::is_same<Index, std::int64_t>::value, "partials hold 64-bit indices");
     value[at] = v;
     index[at] = i;
   }
@@ -218,8 +235,8 @@ __global__ void __launch_bounds__(kThreads, 3)
 }
 
 
-// Unit u, in the row of cursor `at`. kGrouped (max / min): a group of loads goes to Acc::add_group per vector lane
-// (the same result as add() per element), else to add() per element.
+// Unit u, in the row of cursor `at`. kGrouped (max / min): a group of loads goes to Acc::add_masked per vector lane
+// (add_masked: the same result as add() per element), else to add() per element.
 template <typename T, typename OffsetT, typename Acc, int V, bool kGrouped>
 __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t u,
                                             const UnitCursor& at) {
@@ -265,7 +282,7 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
           float x[U];
 #pragma unroll
           for (int k = 0; k < U; ++k) x[k] = to_float(raw[k].v[v]);
-          acc[v].add_group(x, count, t, step);
+          acc[v].add_masked(x, low_bits(count), t, step);
         }
       } else {
 #pragma unroll
@@ -276,7 +293,24 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
           }
       }
     };
-    for (std::int64_t i = 0; i + U <= n; i += U, t += U * step, offset += U * stride) add_group(U);
+    // L2 prefetch `ahead` groups on (prefetch_pieces): the warp's group j is U pieces of 32 vectors, where lane 0
+    // makes its loads jU .. jU + U - 1 (at offset - lane * V on, as lanes hold consecutive vectors) and the other
+    // lanes theirs beside them. Why: a warp's unit is up to 8 groups, each one load round trip with nothing else
+    // in flight (in the first H100 run, 16 warps per SM streaming units held DRAM at 52-58% of its peak).
+    const int ahead = L.prefetch_groups;
+    const int loads0 = static_cast<int>((t1 - t0 + step - 1) / step);  // lane 0's: at most a chunk's tokens
+    // The group `skip` loads past `offset`, where lane 0 has made `done` loads before it.
+    auto prefetch_group = [&](int skip, int done) {
+      const int first = done + skip;
+      if (first < loads0)
+        prefetch_pieces<T, V, U>(a.values, offset - lane_id() * V + skip * stride, stride, min(U, loads0 - first),
+                                 L.nnz * D);
+    };
+    for (int j = 1; j < ahead; ++j) prefetch_group(j * U, 0);
+    for (std::int64_t i = 0; i + U <= n; i += U, t += U * step, offset += U * stride) {
+      if (ahead > 0) prefetch_group(ahead * U, static_cast<int>(i));
+      add_group(U);
+    }
     if (n % U != 0) add_group(static_cast<int>(n % U));
   }
   if (g.narrow) merge_phases(acc, g, slot);
@@ -331,6 +365,22 @@ __device__ __forceinline__ void finish_streamed_row(const SegmentReduceArgs<T, O
   for (int v = 0; v < V; ++v) acc[v] = Acc{};
 }
 
+// The stream's accumulator for the op's Acc: max / min with a 32-bit index (a one-chunk row's indices fit it; the
+// result is the same, as index() widens it), so that merge_phases shuffles and compares one index word, not two.
+template <typename Acc>
+struct StreamAccOf {
+  using type = Acc;
+};
+template <bool kMin>
+struct StreamAccOf<ExtremeAcc<kMin>> {
+  using type = ExtremeAcc<kMin, int>;
+};
+
+// Whether the stream's window folds a row's lines at once (ExtremeAcc::add_masked: add()'s result, each lane's
+// lines of the row masked by predicates): max / min. The sum adds per line, skipping other rows' by branches.
+template <typename Acc>
+constexpr bool kGroupedStream = !std::is_same<Acc, SumAcc>::value;
+
 // The one-chunk rows of this warp's share from unit u on (c at u's row), streamed: the warp reads the flat values
 // in lines of 32 vectors (`phases` tokens), U lines at a time, and a lane adds the vector it holds to the row
 // that owns it. Lane l = p * vcols + col always holds column col of the tokens = p (mod phases), so within a row
@@ -338,9 +388,9 @@ __device__ __forceinline__ void finish_streamed_row(const SegmentReduceArgs<T, O
 // bitwise reduce_unit's (finish_streamed_row). Why: at one unit per row a warp spent several hundred instructions
 // and a memory round trip per unit (cursor step, the unit's setup, its loads, then the merge) on rows of a few
 // hundred bytes (D = 1 with lengths around 256; D = 64 with rows of 1 to 4 tokens); a stream keeps U lines in
-// flight across rows and spends per row only the merge and the step to the next row. Returns with u past the rows it finished
-// and c at u's row when that row has several chunks (the unit path takes it), or with u == end. token_end: the
-// end of the share's last row; nothing past it is loaded.
+// flight across rows and spends per row only the merge and the step to the next row. Returns with u past the
+// rows it finished and c at u's row when that row has several chunks (the unit path takes it), or with
+// u == end. token_end: the end of the share's last row; nothing past it is loaded.
 template <typename T, typename OffsetT, typename Acc, int V>
 __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t& u, UnitCursor& c, std::int64_t end,
                             std::int64_t token_end) {
@@ -352,8 +402,12 @@ __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
   const int phase = place.phase, vcol = place.vcol, shift = place.shift;
   RowWork entry;
   StreamRow r = begin_stream(c, entry);
-  Acc acc[V];
+  typename StreamAccOf<Acc>::type acc[V];
   std::int64_t line = r.begin >> shift;  // the group's first line
+  // L2 prefetch: the lines below line + asked have been asked for (or loaded); each ask is 2U lines, one 128-byte
+  // line per lane (prefetch_pieces), made while fewer than `ahead` groups past the current one are asked for.
+  const int ahead = L.prefetch_groups;
+  int asked = 0;
   while (true) {
     // Line k of the group holds tokens (line + k) * phases .. + phases - 1; this lane's vector of it lies at
     // element ((line + k) * 32 + lane) * V.
@@ -370,6 +424,15 @@ __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
         for (int v = 0; v < V; ++v) raw[k].v[v] = from_float<T>(0.0f);
       }
     }
+    while (ahead > 0 && asked < (ahead + 1) * U) {
+      const std::int64_t from = line + max(asked, U);
+      const std::int64_t lines_left = (token_end - (from << shift) + g.phases - 1) >> shift;
+      if (lines_left <= 0) break;
+      prefetch_pieces<T, V, 2 * U>(a.values, from * kWarpSize * V, kWarpSize * V,
+                                   static_cast<int>(min(static_cast<std::int64_t>(2 * U), lines_left)),
+                                   token_end * g.inner);
+      asked = max(asked, U) + 2 * U;
+    }
     const std::int64_t group_end = first_token + (static_cast<std::int64_t>(U) << shift);
     while (true) {
       // The row's lines in this group, [k0, k1), and this lane's token index in the row at line 0 (a one-chunk
@@ -378,19 +441,35 @@ __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
       const int k0 = r.begin > first_token ? static_cast<int>((r.begin - first_token) >> shift) : 0;
       const int k1 = row_end < group_end ? static_cast<int>((row_end - first_token + g.phases - 1) >> shift) : U;
       const int at0 = static_cast<int>(token - r.begin);
-      const unsigned length = static_cast<unsigned>(r.length);
+      if constexpr (kGroupedStream<Acc>) {
+        // This lane's lines of the row, [lo, hi): those whose token at0 + k * phases lies in [0, length).
+        const int length = static_cast<int>(r.length);
+        const int lo = at0 >= 0 ? 0 : min(U, (g.phases - 1 - at0) >> shift);
+        const int hi = max(0, min(U, (length - at0 + g.phases - 1) >> shift));
+        const unsigned valid = low_bits(hi) & ~low_bits(lo);
 #pragma unroll
-      for (int k = 0; k < U; ++k) {
-        if (k >= k0 && k < k1) {  // warp-uniform
-          const int at = at0 + k * g.phases;
-          if (static_cast<unsigned>(at) < length) {
+        for (int v = 0; v < V; ++v) {
+          float x[U];
 #pragma unroll
-            for (int v = 0; v < V; ++v) acc[v].add(to_float(raw[k].v[v]), at);
+          for (int k = 0; k < U; ++k) x[k] = to_float(raw[k].v[v]);
+          acc[v].add_masked(x, valid, at0, g.phases);
+        }
+      } else {
+        const unsigned length = static_cast<unsigned>(r.length);
+#pragma unroll
+        for (int k = 0; k < U; ++k) {
+          if (k >= k0 && k < k1) {  // warp-uniform
+            const int at = at0 + k * g.phases;
+            if (static_cast<unsigned>(at) < length) {
+#pragma unroll
+              for (int v = 0; v < V; ++v) acc[v].add(to_float(raw[k].v[v]), at);
+            }
           }
         }
       }
       if (row_end > group_end) {  // the row goes on in the next group
         line += U;
+        asked -= U;
         break;
       }
       finish_streamed_row(a, acc, r, phase, vcol);
@@ -399,8 +478,9 @@ __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
         return;
       if (r.begin < first_token || r.begin >= group_end) {
         // The next row starts past this group (rows without units between), or, with malformed offsets only,
-        // before it: load from its first line.
+        // before it: load from its first line (and ask for the lines after it afresh).
         line = r.begin >> shift;
+        asked = 0;
         break;
       }
     }
@@ -416,7 +496,7 @@ __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
 template <typename T, typename Acc, int V>
 constexpr int kReduceMinBlocks = sizeof(T) == 4 && (V > 1 || std::is_same<Acc, SumAcc>::value) ? 3 : 2;
 
-// Whether the unit kernel's max / min take a group of loads at once (ExtremeAcc::add_group). Not where ptxas
+// Whether the unit kernel's max / min take a group of loads at once (ExtremeAcc::add_masked). Not where ptxas
 // (sm_90) spilled with it: float at V = 4 held to 3 blocks per SM (20 -> 558 bytes), bfloat16 at V = 8 (stream
 // kernel 16 -> 64 bytes of spill stores; the other 0 -> 8).
 template <typename T, typename Acc, int V, bool kStream>
@@ -445,7 +525,9 @@ __global__ void __launch_bounds__(kThreads, (kStream ? 2 : kReduceMinBlocks<T, A
 }
 
 template <typename T, typename OffsetT, typename Acc, int V>
-Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream) {
+Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t stream) {
+  SegmentReduceArgs<T, OffsetT> a = args;
+  a.layout.prefetch_groups = segment_prefetch_groups();
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   RAGGED_RETURN_IF_ERROR(
@@ -558,7 +640,9 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <typename T, typename OffsetT, int V>
-Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStream_t stream) {
+Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& args, cudaStream_t stream) {
+  SegmentReduceBackwardArgs<T, OffsetT> a = args;
+  a.layout.prefetch_groups = segment_prefetch_groups();  // the row pass's
   const SegmentLayout<OffsetT>& L = a.layout;
   RAGGED_RETURN_IF_ERROR(build_plan(&segment_reduce_backward_rows_kernel<T, OffsetT>, a, L,
                                     "segment_reduce_backward_rows_kernel", stream));

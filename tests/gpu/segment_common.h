@@ -319,6 +319,11 @@ struct RestoreStreaming {
   ~RestoreStreaming() { detail::set_segment_stream_enabled(true); }
 };
 
+// The same for segment_reduce's L2 prefetch distance.
+struct RestorePrefetch {
+  ~RestorePrefetch() { detail::set_segment_prefetch_groups(detail::kSegmentPrefetchGroups); }
+};
+
 // The same for the softmax's block rows.
 struct RestoreBlockRows {
   ~RestoreBlockRows() { detail::set_segment_block_rows_enabled(true); }

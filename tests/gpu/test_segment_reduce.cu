@@ -1,9 +1,9 @@
 // segment_reduce and segment_reduce_backward on the device against the CPU reference: every op (max / min with
 // and without an arg output), every T, both offset types, D in {1, 3, 64, 1000}, every length regime plus
 // power-law lengths and one row holding ~all of 1M+ elements; rows whose partials take merge trees of one to
-// three levels; NaN, ties and signed zeros; bitwise determinism and batch invariance; streamed rows against the
-// unit walk, bitwise; capture in a CUDA graph; a short workspace and malformed offsets (the other argument errors:
-// tests/cpu/test_argument_checks.cpp).
+// three levels; NaN, infinities, ties and signed zeros; bitwise determinism and batch invariance; streamed rows
+// against the unit walk, bitwise; capture in a CUDA graph; a short workspace and malformed offsets (the other
+// argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -126,6 +126,28 @@ void check_all_ops(const HostRagged<T, OffsetT>& host, float empty_value, std::m
   }
 }
 
+// Every length set at each of `inners`, for the sum and for the max with its arg: check(dev, op), under INFO
+// naming the case. For the tests that run one input under two settings and want the same bits.
+template <typename T, typename OffsetT, typename Check>
+void for_each_sum_and_max_case(std::mt19937_64& rng, std::initializer_list<std::int64_t> inners, Check check) {
+  for (std::int64_t inner : inners) {
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
+      const DeviceRagged<T, OffsetT> dev(test::random_ragged<T, OffsetT>(set.lengths, inner, rng));
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+        INFO("op " << reduce_op_name(op));
+        check(dev, op);
+      }
+    }
+  }
+}
+
+template <typename T>
+void require_same_bits(const ReduceOutput<T>& got, const ReduceOutput<T>& expected) {
+  REQUIRE_BITWISE_EQUAL(got.out, expected.out);
+  REQUIRE(got.arg == expected.arg);
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("segment_reduce on the device matches the CPU reference", "[segment][gpu]", F32_I32, F32_I64,
@@ -176,14 +198,16 @@ TEMPLATE_TEST_CASE("segment_reduce on the device: merge trees of one, two and th
   }
 }
 
-TEMPLATE_TEST_CASE("segment_reduce on the device: NaN, ties and signed zeros", "[segment][gpu]", F32_I32, F32_I64,
-                   F16_I32, F16_I64, BF16_I32, BF16_I64) {
+TEMPLATE_TEST_CASE("segment_reduce on the device: NaN, infinities, ties and signed zeros", "[segment][gpu]", F32_I32,
+                   F32_I64, F16_I32, F16_I64, BF16_I32, BF16_I64) {
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(402);
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const double tie_values[] = {-2.0, -1.0, -0.0, 0.0, 1.0, 2.0};
-  std::uniform_int_distribution<int> pick_tie(0, 5);
+  // The infinities: a group of loads holding both sends max / min down their NaN path (ExtremeAcc::add_masked).
+  const double inf = std::numeric_limits<double>::infinity();
+  const double tie_values[] = {-inf, -2.0, -1.0, -0.0, 0.0, 1.0, 2.0, inf};
+  std::uniform_int_distribution<int> pick_tie(0, 7);
   std::bernoulli_distribution column_has_nan(0.3);
   for (std::int64_t inner : kInnerSizes) {
     for (const LengthSet& set : length_sets(rng, inner)) {
@@ -243,24 +267,59 @@ TEMPLATE_TEST_CASE("segment_reduce: streamed rows give the unit walk's bits", "[
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(419);
   const RestoreStreaming restore;
+  const double special_values[] = {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity(),
+                                   -1.0, -0.0, 0.0, 1.0, std::numeric_limits<double>::infinity()};
+  std::discrete_distribution<int> pick_special({1, 2, 8, 8, 8, 8, 2});
   for (std::int64_t inner : {1, 2, 8, 64}) {
     const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
     REQUIRE(detail::streams_rows(detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec)));
     for (const LengthSet& set : length_sets(rng, inner)) {
-      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
-      const DeviceRagged<T, OffsetT> dev(test::random_ragged<T, OffsetT>(set.lengths, inner, rng));
-      for (ReduceOp op : kAllOps) {
-        INFO("op " << reduce_op_name(op));
-        const bool with_arg = is_extreme(op);
-        detail::set_segment_stream_enabled(true);
-        const ReduceOutput<T> streamed = device_reduce(dev, op, with_arg, -1.5f);
-        detail::set_segment_stream_enabled(false);
-        const ReduceOutput<T> walked = device_reduce(dev, op, with_arg, -1.5f);
-        REQUIRE_BITWISE_EQUAL(streamed.out, walked.out);
-        REQUIRE(streamed.arg == walked.arg);
+      for (bool ties : {false, true}) {
+        INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner
+                         << (ties ? ", values from {NaN, -inf, -1, -0, 0, 1, inf}" : ", random values"));
+        auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
+        // Ties, signed zeros, NaN and both infinities: where max / min's grouped fold takes its other paths (the
+        // first index of a tie; a NaN, or +inf with -inf, sending a group through add()). Max / min only: a
+        // sum's merges may swap their operands, which a GPU's add does not show (every NaN it makes is the
+        // canonical one) but the emulator's x86 add does (it keeps the first operand's NaN, sign included).
+        if (ties)
+          for (T& v : host.values) v = test::round_to<T>(special_values[pick_special(rng)]);
+        const DeviceRagged<T, OffsetT> dev(host);
+        for (ReduceOp op : kAllOps) {
+          if (ties && !is_extreme(op)) continue;
+          INFO("op " << reduce_op_name(op));
+          const bool with_arg = is_extreme(op);
+          detail::set_segment_stream_enabled(true);
+          const ReduceOutput<T> streamed = device_reduce(dev, op, with_arg, -1.5f);
+          detail::set_segment_stream_enabled(false);
+          const ReduceOutput<T> walked = device_reduce(dev, op, with_arg, -1.5f);
+          REQUIRE_BITWISE_EQUAL(streamed.out, walked.out);
+          REQUIRE(streamed.arg == walked.arg);
+        }
       }
     }
   }
+}
+
+TEMPLATE_TEST_CASE("segment_reduce: every L2 prefetch distance gives the same bits", "[segment][gpu][determinism]",
+                   F32_I32, BF16_I64) {
+  // The row pass, the unit loop and the stream ask L2 for lines ahead of their loads (prefetch_group_offsets,
+  // prefetch_pieces); a prefetch changes no value, so any difference is a bug in the loops around it. Under the
+  // emulator every prefetched address is also checked to lie in device memory (offsets and values are allocated
+  // to their exact size).
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(733);
+  const RestorePrefetch restore;
+  for_each_sum_and_max_case<T, OffsetT>(rng, {1, 3, 64, 1000}, [](const DeviceRagged<T, OffsetT>& dev, ReduceOp op) {
+    detail::set_segment_prefetch_groups(0);
+    const ReduceOutput<T> plain = device_reduce(dev, op, is_extreme(op), -1.5f);
+    for (int groups = 1; groups <= detail::kSegmentMaxPrefetchGroups; ++groups) {
+      INFO("prefetch " << groups << " groups ahead");
+      detail::set_segment_prefetch_groups(groups);
+      require_same_bits(device_reduce(dev, op, is_extreme(op), -1.5f), plain);
+    }
+  });
 }
 
 TEMPLATE_TEST_CASE("segment_reduce: dependent launches give the ordinary launches' bits", "[segment][gpu][determinism]",
@@ -271,19 +330,10 @@ TEMPLATE_TEST_CASE("segment_reduce: dependent launches give the ordinary launche
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(659);
-  for (std::int64_t inner : {1, 64, 1000}) {
-    for (const LengthSet& set : length_sets(rng, inner)) {
-      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
-      const DeviceRagged<T, OffsetT> dev(test::random_ragged<T, OffsetT>(set.lengths, inner, rng));
-      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
-        INFO("op " << reduce_op_name(op));
-        const auto [dependent, ordinary] =
-            test::dependent_and_ordinary([&] { return device_reduce(dev, op, is_extreme(op), -1.5f); });
-        REQUIRE_BITWISE_EQUAL(dependent.out, ordinary.out);
-        REQUIRE(dependent.arg == ordinary.arg);
-      }
-    }
-  }
+  for_each_sum_and_max_case<T, OffsetT>(rng, {1, 64, 1000}, [](const DeviceRagged<T, OffsetT>& dev, ReduceOp op) {
+    const auto outputs = test::dependent_and_ordinary([&] { return device_reduce(dev, op, is_extreme(op), -1.5f); });
+    require_same_bits(outputs.first, outputs.second);
+  });
 }
 
 TEST_CASE("segment_reduce and its backward can be captured in a CUDA graph", "[segment][gpu][graph]") {

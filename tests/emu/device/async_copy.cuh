@@ -5,7 +5,13 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+
+namespace emu {
+char* device_page(const void* address);  // emu_cuda_api.cpp: nullptr outside device memory
+}  // namespace emu
 
 namespace ragged {
 namespace detail {
@@ -38,7 +44,14 @@ __device__ __forceinline__ void cp_async_wait() {
   for (auto& end : t.group_ends) end -= done;
 }
 
-__device__ __forceinline__ void prefetch_l2(const void*) {}
+// Fetches nothing (there is no cache to warm), but the address must lie in device memory, as the GPU's
+// prefetch.global.L2 is given it: a prefetch past an allocation's end fails here.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  if (::emu::device_page(p) == nullptr) {
+    std::fprintf(stderr, "emu: prefetch_l2 of %p, outside device memory\n", p);
+    std::abort();
+  }
+}
 
 }  // namespace detail
 }  // namespace ragged
