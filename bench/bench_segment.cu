@@ -21,7 +21,8 @@
 // ragged (segment_reduce, batch 1) and by cub::DeviceReduce::Sum (CUB's device-wide reduction, the plainest
 // read of those bytes at hand), each after both ways of flushing L2 (`/flush:clean`, `/flush:dirty`,
 // bench/common/l2_flush.h). cub's clean copy_frac is what a reduction reaches in this run's timing; the dirty
-// rows say what the write-back of a dirty L2 added to every benchmark while the flush was a memset.
+// rows say what the write-back of a dirty L2 added to every benchmark while the flush was a memset. A row of
+// 4096 floats (clean) times each pipeline's fixed cost: its launches and steps with next to nothing to read.
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda_bf16.h>
@@ -422,6 +423,9 @@ bool has_padded(const SegCase& s) {
   return (s.op == SegOp::kSum || s.op == SegOp::kMax || is_softmax(s.op)) && padded_bytes < 4.0 * 1024 * kMiB;
 }
 
+// device_reduce's small case: a row of 16 KiB.
+constexpr std::int64_t kDeviceReduceFixedFloats = 4096;
+
 // device_reduce (see the top of the file). `cub` false: ragged's segment_reduce over one row.
 void bench_device_reduce(benchmark::State& state, std::int64_t count, bool cub, L2Flush flush) {
   run_guarded(state, [&] {
@@ -454,12 +458,17 @@ void bench_device_reduce(benchmark::State& state, std::int64_t count, bool cub, 
 
 void register_device_reduce() {
   const auto count = static_cast<std::int64_t>(scaled_bytes(64 * kMiB) / sizeof(float));
+  auto add = [](std::int64_t floats, bool cub, L2Flush flush) {
+    const std::string name = std::string("device_reduce/") + (cub ? "cub" : "ragged") + "/floats:" +
+                             std::to_string(floats) + "/flush:" + l2_flush_name(flush);
+    register_gpu_benchmark(name, [=](benchmark::State& st) { bench_device_reduce(st, floats, cub, flush); });
+  };
   for (const L2Flush flush : {L2Flush::kClean, L2Flush::kDirty})
-    for (const bool cub : {false, true}) {
-      const std::string name = std::string("device_reduce/") + (cub ? "cub" : "ragged") + "/floats:" +
-                               std::to_string(count) + "/flush:" + l2_flush_name(flush);
-      register_gpu_benchmark(name, [=](benchmark::State& st) { bench_device_reduce(st, count, cub, flush); });
-    }
+    for (const bool cub : {false, true}) add(count, cub, flush);
+  // 4096 floats: the time of each pipeline with next to nothing to read, its launches and fixed steps (ragged:
+  // the row pass, then the unit kernel with its merge). The 64 MiB rows less this, against the bytes, is what
+  // the streaming itself reaches.
+  for (const bool cub : {false, true}) add(kDeviceReduceFixedFloats, cub, L2Flush::kClean);
 }
 
 void register_segment_gpu() {
