@@ -82,7 +82,8 @@ bench_timeout=${RAGGED_BENCH_TIMEOUT:-150}
 torch_timeout=${RAGGED_TORCH_TIMEOUT:-240}
 bench_suites=${RAGGED_BENCH_SUITES:-convert_gpu segment_gpu attention_gpu rnn_gpu planner convert_cpu}
 deadline=${RAGGED_DEADLINE:-560}
-bench_ab=${RAGGED_BENCH_AB:-RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0}
+default_ab="RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0"
+bench_ab=${RAGGED_BENCH_AB:-$default_ab}
 if [ "$bench_ab" = none ]; then bench_ab=""; fi
 bench_ab_suites=${RAGGED_BENCH_AB_SUITES:-segment_gpu}
 for setting in $bench_ab; do
