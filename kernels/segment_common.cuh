@@ -407,6 +407,14 @@ RAGGED_HOST_DEVICE std::int64_t arrival_words(const SegmentLayout<OffsetT>& L) {
   return L.arrivals == nullptr ? 0 : L.partial_capacity * L.geometry.tiles;
 }
 
+// Asks L2 for the offsets of row group `group` (129 of them, from its first row's), when it exists.
+template <typename OffsetT>
+__device__ __forceinline__ void prefetch_group_offsets(const SegmentLayout<OffsetT>& L, std::int64_t group) {
+  const std::int64_t at = group * kRowsPerGroup + static_cast<std::int64_t>(lane_id()) * (128 / sizeof(OffsetT));
+  if (group < row_groups(L.batch) && at <= min(L.batch, group * kRowsPerGroup + kRowsPerGroup))
+    prefetch_l2(L.offsets + at);
+}
+
 // The row pass, a warp per group of kRowsPerGroup rows (grid-stride), kWarpSize rows at a time with a lane per
 // row. A tiny non-empty row is finished by its lane, tiny(b, begin, length, head) (lanes diverge there); the
 // empty rows of each 32 are handed to the whole warp, empty(first, mask) (bit i: row first + i). The RowWork of
@@ -417,14 +425,6 @@ RAGGED_HOST_DEVICE std::int64_t arrival_words(const SegmentLayout<OffsetT>& L) {
 // row's end comes from the next lane by a shuffle), then, for every tiny row of the group at once,
 // head = load_head(b, begin, length), the op's loads that come first (no stores: those would order the loads
 // of the next rows behind them). tiny() then starts from registers.
-// Asks L2 for the offsets of row group `group` (129 of them, from its first row's), when it exists.
-template <typename OffsetT>
-__device__ __forceinline__ void prefetch_group_offsets(const SegmentLayout<OffsetT>& L, std::int64_t group) {
-  const std::int64_t at = group * kRowsPerGroup + static_cast<std::int64_t>(lane_id()) * (128 / sizeof(OffsetT));
-  if (group < row_groups(L.batch) && at <= min(L.batch, group * kRowsPerGroup + kRowsPerGroup))
-    prefetch_l2(L.offsets + at);
-}
-
 template <typename OffsetT, typename LoadHead, typename Tiny, typename Empty>
 __device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, LoadHead load_head, Tiny tiny,
                                          Empty empty) {

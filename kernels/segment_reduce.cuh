@@ -58,7 +58,8 @@ struct SumAcc {
 
 // Max (kMin = false) or min with the index of the winner. The selection is a total order (NaN first, then the
 // extreme value, then the lower index), so merging in any order gives the same answer. Index: a 32-bit index
-// where every index fits (the stream's one-chunk rows: StreamAcc), which halves the index's shuffles and compares.
+// where every index fits (the stream's one-chunk rows: StreamAccOf), which halves the index's shuffles and
+// compares.
 template <bool kMin, typename Index = std::int64_t>
 struct ExtremeAcc {
   float v = 0.0f;
@@ -235,8 +236,8 @@ __global__ void __launch_bounds__(kThreads, 3)
 }
 
 
-// Unit u, in the row of cursor `at`. kGrouped (max / min): a group of loads goes to Acc::add_masked per vector lane
-// (add_masked: the same result as add() per element), else to add() per element.
+// Unit u, in the row of cursor `at`. kGrouped (max / min): a group of loads goes to Acc::add_masked per vector
+// lane (the same result as add() per element), else to add() per element.
 template <typename T, typename OffsetT, typename Acc, int V, bool kGrouped>
 __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t u,
                                             const UnitCursor& at) {
