@@ -67,8 +67,9 @@ struct SegmentLayout {
   // [partial_capacity * tiles]: the merge trees' arrival counters (merge_tile_partials), zeroed by the row pass;
   // null when the op keeps no partials (reduce backward).
   int* arrivals = nullptr;
-  // L2 prefetch distance in groups of loads (segment_prefetch_groups), set by the launchers: segment_reduce's unit
-  // and stream loops use it; every op's row pass prefetches its offsets two groups ahead unless it is 0.
+  // L2 prefetch distance in groups of loads (segment_prefetch_groups, read when src/segment_reduce.cpp lays out
+  // the workspace): segment_reduce's unit and stream loops use it; every op's row pass prefetches its offsets two
+  // groups ahead unless it is 0.
   int prefetch_groups = 0;
 };
 

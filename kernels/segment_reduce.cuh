@@ -436,11 +436,9 @@ __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
     }
     const std::int64_t group_end = first_token + (static_cast<std::int64_t>(U) << shift);
     while (true) {
-      // The row's lines in this group, [k0, k1), and this lane's token index in the row at line 0 (a one-chunk
-      // row and a group both span at most chunk_tokens, so it fits 32 bits).
+      // This lane's token index in the row at line 0 (a one-chunk row and a group both span at most
+      // chunk_tokens, so it fits 32 bits).
       const std::int64_t row_end = r.begin + r.length;
-      const int k0 = r.begin > first_token ? static_cast<int>((r.begin - first_token) >> shift) : 0;
-      const int k1 = row_end < group_end ? static_cast<int>((row_end - first_token + g.phases - 1) >> shift) : U;
       const int at0 = static_cast<int>(token - r.begin);
       if constexpr (kGroupedStream<Acc>) {
         // This lane's lines of the row, [lo, hi): those whose token at0 + k * phases lies in [0, length).
@@ -456,6 +454,9 @@ __device__ void stream_rows(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t
           acc[v].add_masked(x, valid, at0, g.phases);
         }
       } else {
+        // The row's lines in this group, [k0, k1).
+        const int k0 = r.begin > first_token ? static_cast<int>((r.begin - first_token) >> shift) : 0;
+        const int k1 = row_end < group_end ? static_cast<int>((row_end - first_token + g.phases - 1) >> shift) : U;
         const unsigned length = static_cast<unsigned>(r.length);
 #pragma unroll
         for (int k = 0; k < U; ++k) {
@@ -526,9 +527,7 @@ __global__ void __launch_bounds__(kThreads, (kStream ? 2 : kReduceMinBlocks<T, A
 }
 
 template <typename T, typename OffsetT, typename Acc, int V>
-Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t stream) {
-  SegmentReduceArgs<T, OffsetT> a = args;
-  a.layout.prefetch_groups = segment_prefetch_groups();
+Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   RAGGED_RETURN_IF_ERROR(
@@ -641,9 +640,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <typename T, typename OffsetT, int V>
-Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& args, cudaStream_t stream) {
-  SegmentReduceBackwardArgs<T, OffsetT> a = args;
-  a.layout.prefetch_groups = segment_prefetch_groups();  // the row pass's
+Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStream_t stream) {
   const SegmentLayout<OffsetT>& L = a.layout;
   RAGGED_RETURN_IF_ERROR(build_plan(&segment_reduce_backward_rows_kernel<T, OffsetT>, a, L,
                                     "segment_reduce_backward_rows_kernel", stream));

@@ -650,7 +650,6 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t s
     return fail(Status::kInvalidArgument, "segment_softmax: geometry does not match the kernel's register tile");
   // The block rows' limit enters the geometry before the row pass plans with it.
   SegmentSoftmaxArgs<T, OffsetT> a = args;
-  a.layout.prefetch_groups = segment_prefetch_groups();  // the row pass's
   std::size_t staging = 0;
   RAGGED_RETURN_IF_ERROR(
       (block_row_staging<Op, T, OffsetT, V, kLog>(a.layout.geometry, staging, a.layout.geometry.block_tokens)));

@@ -108,6 +108,7 @@ Status prepare(void* d_workspace, std::size_t& workspace_bytes, const detail::Wo
   out.cub_temp_bytes = scratch.cub_bytes;
   out.partial_capacity = scratch.capacity;
   out.arrivals = scratch.arrivals;
+  out.prefetch_groups = detail::segment_prefetch_groups();
   return Status::kSuccess;
 }
 
