@@ -114,8 +114,8 @@ std::vector<double> to_doubles(const std::vector<Word>& v) {
 // The persistent kernel's grid for the case: its blocks and the hidden units each owns.
 detail::RnnPersistentPlan persistent_plan(const RnnStepFloorCase& c) {
   detail::RnnPersistentPlan plan;
-  const Status s = c.bf16 ? detail::plan_rnn_persistent<bfloat16>(c.mode, c.hidden, c.hidden, 0, 1, plan)
-                          : detail::plan_rnn_persistent<float>(c.mode, c.hidden, c.hidden, 0, 1, plan);
+  const Status s = c.bf16 ? detail::plan_rnn_persistent<bfloat16>(c.mode, c.hidden, c.hidden, 0, 1, true, plan)
+                          : detail::plan_rnn_persistent<float>(c.mode, c.hidden, c.hidden, 0, 1, true, plan);
   if (s != Status::kSuccess) throw std::runtime_error(std::string("plan_rnn_persistent failed: ") + status_string(s));
   if (!plan.fits) throw std::runtime_error("the persistent kernel does not fit this case: no floor to measure");
   return plan;

@@ -5,7 +5,8 @@
 //
 // DIR/config.txt, one "key value" per line:
 //   mode lstm|gru   dtype float32|float16|bfloat16   input_size N   hidden_size N   proj_size N (0)
-//   num_layers N (1)   bidirectional 0|1   bias 0|1 (1)   algo auto|per_step|persistent|reference (auto)
+//   num_layers N (1)   bidirectional 0|1   bias 0|1 (1)
+//   algo auto|per_step|persistent|persistent_streamed|reference (auto)
 //   projection cublas|invariant (cublas: RnnProjection::kCublas; invariant: kBatchInvariant)
 //   repeats N (0: run once; N > 0: also time N runs after a warm-up and report the median)
 // algo reference runs ragged's CPU reference (reference_rnn.h, exact: double accumulation) instead of the GPU
@@ -76,6 +77,7 @@ RnnAlgo parse_algo(const std::string& name) {
   if (name == "auto") return RnnAlgo::kAuto;
   if (name == "per_step") return RnnAlgo::kPerStep;
   if (name == "persistent") return RnnAlgo::kPersistent;
+  if (name == "persistent_streamed") return RnnAlgo::kPersistentStreamed;
   throw std::runtime_error("unknown algo '" + name + "'");
 }
 

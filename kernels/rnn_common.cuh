@@ -467,9 +467,9 @@ __device__ __forceinline__ void load_held_states(const KernelParams<T>& p, int d
   }
 }
 
-// Starts the L2 reads of the block's gate rows of W_hh over the first `chunks` k chunks (the per-step kernel,
-// before wait_for_prior_grid: the weights do not change during a layer), so that the product's first stages
-// find them there rather than in DRAM.
+// Starts the L2 reads of the block's gate rows of W_hh over the first `chunks` k chunks (streamed weights: the
+// per-step kernel before wait_for_prior_grid, the persistent one while it waits at the grid barrier; the weights
+// do not change during a layer), so that the product's first stages find them there rather than in DRAM.
 template <typename T>
 __device__ __forceinline__ void prefetch_weight_chunks(const KernelParams<T>& p, int d, int slice, int chunks) {
   constexpr int kLine = 128;

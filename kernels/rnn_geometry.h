@@ -92,7 +92,7 @@ RAGGED_HOST_DEVICE int rnn_shared_ld(int cols, int elem_bytes) { return cols + k
 // `stages` buffers, `*_buffer` bytes apart.
 struct RnnSharedLayout {
   int stages = kRnnResidentStages;
-  // resident: [gate.rows_pad][ld(gate.k_pad)], streamed: stages x [gate.rows_pad][ld(k_chunk)]
+  // resident: [gate.rows_pad][ld(gate.k_pad)], streamed: stages x [max rows_pad][ld(max k_chunk)]
   std::size_t gate_weights = 0;
   std::size_t weight_buffer = 0;  // streamed: bytes from one weight buffer to the next
   std::size_t proj_weights = 0;   // resident with a projection: [proj.rows_pad][ld(proj.k_pad)]
@@ -116,8 +116,14 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
   if (resident) {
     at = rnn_align128(at + static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate.k_pad, elem_bytes) * elem_bytes);
   } else {
-    s.weight_buffer =
-        rnn_align128(static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate.k_chunk, elem_bytes) * elem_bytes);
+    // A buffer holds a chunk of the gate rows, or of the projection rows where one kernel streams both (the
+    // persistent kernel with streamed weights: its projection phase streams W_hr through the same buffers).
+    int rows = gate.rows_pad, k_chunk = gate.k_chunk;
+    if (has_proj) {
+      rows = proj.rows_pad > rows ? proj.rows_pad : rows;
+      k_chunk = proj.k_chunk > k_chunk ? proj.k_chunk : k_chunk;
+    }
+    s.weight_buffer = rnn_align128(static_cast<std::size_t>(rows) * rnn_shared_ld(k_chunk, elem_bytes) * elem_bytes);
     at += static_cast<std::size_t>(stages) * s.weight_buffer;
   }
   s.proj_weights = at;

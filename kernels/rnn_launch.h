@@ -11,6 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "ragged/packing.h"
@@ -79,23 +80,39 @@ struct RnnRecurrenceArgs {
   const T* w_hr[2] = {nullptr, nullptr};
 };
 
-// Runs the recurrence of one layer: max_steps steps, each over the slots j < active[t]. `algo` kAuto picks as
-// rnn_select_algo does; kPersistent fails with kUnsupportedShape when it cannot run.
+// Whether `algo` is one of RnnAlgo's values.
+inline bool rnn_algo_known(RnnAlgo algo) {
+  return algo == RnnAlgo::kAuto || algo == RnnAlgo::kPerStep || algo == RnnAlgo::kPersistent ||
+         algo == RnnAlgo::kPersistentStreamed;
+}
+
+// Runs the recurrence of one layer: max_steps steps, each over the slots j < active[t], on the path
+// plan_rnn_path gives `algo`.
 template <typename T>
 Status launch_rnn_recurrence(const RnnRecurrenceArgs<T>& args, RnnAlgo algo, cudaStream_t stream);
 
-// The persistent kernel's configuration for these shapes on the current device; `fits` false when its weights
-// do not fit on chip or the grid cannot be co-resident (or the device has no cooperative launch).
+// The persistent kernel's configuration for these shapes on the current device; `fits` false when the grid
+// cannot be co-resident (or its weights do not fit on chip, with `resident`; or the device has no cooperative
+// launch).
 struct RnnPersistentPlan {
   bool fits = false;
-  int units = 0;        // hidden units per block (all gates of each)
-  int slices = 0;       // blocks per direction
-  int proj_units = 0;   // projection rows per block
+  bool resident = true;  // weights in shared memory for the whole layer; false: streamed every step
+  int stages = 0;        // buffers per staged operand (kRnnResidentStages where resident)
+  int units = 0;         // hidden units per block (all gates of each)
+  int slices = 0;        // blocks per direction
+  int proj_units = 0;    // projection rows per block
   std::size_t shared_bytes = 0;
 };
 template <typename T>
 Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj,
-                           std::int64_t dirs, RnnPersistentPlan& plan);
+                           std::int64_t dirs, bool resident, RnnPersistentPlan& plan);
+
+// The path `requested` takes for these shapes on the current device (rnn_select_algo's rule): kAuto takes the
+// first of kPersistent, kPersistentStreamed, kPerStep that can run. `plan` is the persistent plan where the
+// path is one. A forced persistent path that cannot run: kUnsupportedShape.
+template <typename T>
+Status plan_rnn_path(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj, std::int64_t dirs,
+                     RnnAlgo requested, RnnAlgo& path, RnnPersistentPlan& plan);
 
 // The persistent launch itself (plan.fits must be true).
 template <typename T>

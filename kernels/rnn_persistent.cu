@@ -1,8 +1,10 @@
-// The persistent recurrent path: one cooperative launch per layer. Block b of direction d owns the gate rows of
-// hidden units [b * units, + units) of W_hh (and rows [b * proj_units, + proj_units) of W_hr) in shared memory
-// for the whole sequence, and the grid synchronises once per step (twice with a projection). Each step covers
-// only the slots still active, so the work shrinks with the packed batch; the loop stops at the first step with
-// no active slot, so max_steps may be loose.
+// The persistent recurrent paths: one cooperative launch per layer, and the grid synchronises once per step
+// (twice with a projection). Block b of direction d owns the gate rows of hidden units [b * units, + units) of
+// W_hh (and rows [b * proj_units, + proj_units) of W_hr): either resident in shared memory for the whole
+// sequence, or streamed through it every step as on the per-step path (weights too large for the chip: what
+// the grid barrier saves there is a launch per step). Each step covers only the slots still active, so the work
+// shrinks with the packed batch; the loop stops at the first step with no active slot, so max_steps may be loose.
+// Also the choice between these paths and the per-step one (plan_rnn_path).
 #include <cooperative_groups.h>
 
 #include <algorithm>
@@ -17,7 +19,7 @@ namespace detail {
 namespace rnn {
 namespace {
 
-template <typename T>
+template <typename T, bool kResidentWeights>
 __global__ void __launch_bounds__(kRnnThreads, 1) rnn_persistent_kernel(const __grid_constant__ KernelParams<T> p) {
   extern __shared__ __align__(128) unsigned char shared[];
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
@@ -26,7 +28,7 @@ __global__ void __launch_bounds__(kRnnThreads, 1) rnn_persistent_kernel(const __
   const int slice = static_cast<int>(blockIdx.x) - d * p.slices;
 
   // The block's weight slices, loaded once (zero rows / columns pad them to whole tiles).
-  {
+  if constexpr (kResidentWeights) {
     const int units = p.units;
     const std::int64_t u0 = static_cast<std::int64_t>(slice) * units;
     auto gate_row = [&](int q) -> std::int64_t {
@@ -48,25 +50,44 @@ __global__ void __launch_bounds__(kRnnThreads, 1) rnn_persistent_kernel(const __
   }
 
   // Each step ends at a split barrier: between arriving and waiting, the block loads what its next step needs
-  // from memory no other block writes (rnn_common.cuh: held items, input projections), so those loads leave the
-  // step's critical path. Nothing written there is read by another block in the next step.
+  // from memory no other block writes (rnn_common.cuh: held items, input projections; streamed weights: the
+  // first chunks of its gate rows, to L2), so those loads leave the step's critical path. Nothing written there
+  // is read by another block in the next step.
   std::int64_t active = active_at(a, 0);  // the same for every block, so all leave together
   HeldItems held;
   load_held_items(p, d, slice, 0, active, false, held);
+  if (!kResidentWeights && active > 0) prefetch_weight_chunks(p, d, slice, p.shared.stages - 1);
   for (std::int64_t t = 0; t < a.max_steps && active > 0; ++t) {
-    gates_phase<T, true>(p, shared, d, slice, t, active, held, t > 0);
+    gates_phase<T, kResidentWeights>(p, shared, d, slice, t, active, held, t > 0);
     if (a.proj > 0) {
       grid.sync();
-      proj_phase<T, true>(p, shared, d, slice, t, active);
+      proj_phase<T, kResidentWeights>(p, shared, d, slice, t, active);
     }
     cooperative_groups::grid_group::arrival_token arrival = grid.barrier_arrive();
     const std::int64_t next = active_at(a, t + 1);
     load_held_items(p, d, slice, t + 1, next, true, held);
     for (std::int64_t m0 = 0; m0 < next; m0 += kRnnMChunk)
       prefetch_item_inputs(p, d, slice, t + 1, m0, chunk_rows(next, m0), first_unheld_item(m0));
+    if (!kResidentWeights && next > 0) prefetch_weight_chunks(p, d, slice, p.shared.stages - 1);
     grid.barrier_wait(std::move(arrival));
     active = next;
   }
+}
+
+template <typename T>
+const void* persistent_kernel(bool resident) {
+  return resident ? reinterpret_cast<const void*>(&rnn_persistent_kernel<T, true>)
+                  : reinterpret_cast<const void*>(&rnn_persistent_kernel<T, false>);
+}
+
+// The shared-memory layout of a persistent block: resident weights, or streamed ones kRnnStreamedStages deep
+// where `dynamic_max` bytes hold that, else kRnnResidentStages deep (which may not fit either).
+RnnSharedLayout persistent_layout(const RnnGemmGeometry& gate, const RnnGemmGeometry& proj, bool has_proj,
+                                  bool resident, int elem_bytes, std::size_t dynamic_max) {
+  if (resident) return make_rnn_shared_layout(gate, proj, has_proj, true, elem_bytes);
+  const RnnSharedLayout deep = make_rnn_shared_layout(gate, proj, has_proj, false, elem_bytes, kRnnStreamedStages);
+  if (deep.total <= dynamic_max) return deep;
+  return make_rnn_shared_layout(gate, proj, has_proj, false, elem_bytes, kRnnResidentStages);
 }
 
 }  // namespace
@@ -74,7 +95,7 @@ __global__ void __launch_bounds__(kRnnThreads, 1) rnn_persistent_kernel(const __
 
 template <typename T>
 Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj,
-                           std::int64_t dirs, RnnPersistentPlan& plan) {
+                           std::int64_t dirs, bool resident, RnnPersistentPlan& plan) {
   plan = RnnPersistentPlan{};
   int device = 0, sms = 0, cooperative = 0;
   Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
@@ -84,6 +105,10 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
   s = from_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device), "cudaDeviceGetAttribute");
   if (s != Status::kSuccess) return s;
   if (cooperative == 0 || sms <= 0) return Status::kSuccess;
+  const void* kernel = rnn::persistent_kernel<T>(resident);
+  std::size_t dynamic_max = 0;
+  s = dynamic_shared_max(kernel, dynamic_max);
+  if (s != Status::kSuccess) return s;
 
   // All blocks must be resident at once. Start from the fewest hidden units per block that one block per SM
   // allows and take the first count whose blocks fit the chip: the padded gate rows (multiples of 16) decide the
@@ -91,7 +116,6 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
   // count needs fewer blocks (bidirectional layers on an odd number of SMs). Shared memory only grows with the
   // count, so the search stops at the first layout past the device's limit.
   const int gates = rnn_gate_count(mode);
-  const void* kernel = reinterpret_cast<const void*>(&rnn::rnn_persistent_kernel<T>);
   const std::int64_t first = std::max<std::int64_t>(1, (dirs * hidden + sms - 1) / sms);
   std::int64_t previous_slices = -1;
   for (std::int64_t units = first; units <= hidden; ++units) {
@@ -103,9 +127,10 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
     const RnnGemmGeometry gate = make_rnn_gemm_geometry(gates * units, state, sizeof(T));
     const RnnGemmGeometry projection = make_rnn_gemm_geometry(proj_units, hidden, sizeof(T));
     if (!rnn_gemm_fits_warps(gate) || (proj > 0 && !rnn_gemm_fits_warps(projection))) return Status::kSuccess;
-    const RnnSharedLayout shared = make_rnn_shared_layout(gate, projection, proj > 0, true, sizeof(T));
-    s = set_shared_limit(kernel, shared.total, "rnn_persistent_kernel");
-    if (s == Status::kUnsupportedShape) return Status::kSuccess;  // past the device's limit, as every larger count
+    const RnnSharedLayout shared =
+        rnn::persistent_layout(gate, projection, proj > 0, resident, sizeof(T), dynamic_max);
+    if (shared.total > dynamic_max) return Status::kSuccess;  // past the device's limit, as every larger count
+    s = set_shared_limit(kernel, shared.total, dynamic_max, "rnn_persistent_kernel");
     if (s != Status::kSuccess) return s;
     int per_sm = 0;
     s = from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRnnThreads, shared.total),
@@ -114,11 +139,40 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
     if (static_cast<std::int64_t>(per_sm) * sms < blocks) continue;
 
     plan.fits = true;
+    plan.resident = resident;
+    plan.stages = shared.stages;
     plan.units = static_cast<int>(units);
     plan.slices = static_cast<int>(slices);
     plan.proj_units = static_cast<int>(proj_units);
     plan.shared_bytes = shared.total;
     return Status::kSuccess;
+  }
+  return Status::kSuccess;
+}
+
+template <typename T>
+Status plan_rnn_path(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj, std::int64_t dirs,
+                     RnnAlgo requested, RnnAlgo& path, RnnPersistentPlan& plan) {
+  plan = RnnPersistentPlan{};
+  path = RnnAlgo::kPerStep;
+  if (!rnn_algo_known(requested))
+    return fail(Status::kInvalidArgument, "rnn algo " + std::to_string(static_cast<int>(requested)) + " is unknown");
+  if (requested == RnnAlgo::kPerStep) return Status::kSuccess;
+  for (const RnnAlgo candidate : {RnnAlgo::kPersistent, RnnAlgo::kPersistentStreamed}) {
+    if (requested != RnnAlgo::kAuto && requested != candidate) continue;
+    const bool resident = candidate == RnnAlgo::kPersistent;
+    const Status s = plan_rnn_persistent<T>(mode, hidden, state, proj, dirs, resident, plan);
+    if (s != Status::kSuccess) return s;
+    if (plan.fits) {
+      path = candidate;
+      return Status::kSuccess;
+    }
+    if (requested == candidate)
+      return fail(Status::kUnsupportedShape,
+                  std::string("rnn: the persistent kernel") + (resident ? "" : " with streamed weights") +
+                      " cannot run hidden_size = " + std::to_string(hidden) + " with these shapes on this device (" +
+                      (resident ? "weights do not fit on chip, " : "") +
+                      "a grid of one block per SM cannot hold them, or no cooperative launch)");
   }
   return Status::kSuccess;
 }
@@ -133,22 +187,26 @@ Status launch_rnn_persistent(const RnnRecurrenceArgs<T>& args, const RnnPersiste
   p.proj_units = plan.proj_units;
   p.gate = make_rnn_gemm_geometry(args.gates * plan.units, args.state, sizeof(T));
   p.proj = make_rnn_gemm_geometry(plan.proj_units, args.hidden, sizeof(T));
-  p.shared = make_rnn_shared_layout(p.gate, p.proj, args.proj > 0, true, sizeof(T));
+  p.shared = make_rnn_shared_layout(p.gate, p.proj, args.proj > 0, plan.resident, sizeof(T), plan.stages);
   rnn::fill_vector_flags(p);
-  auto* kernel = &rnn::rnn_persistent_kernel<T>;
-  Status s = set_shared_limit(reinterpret_cast<const void*>(kernel), p.shared.total, "rnn_persistent_kernel");
+  Status s = set_shared_limit(rnn::persistent_kernel<T>(plan.resident), p.shared.total, "rnn_persistent_kernel");
   if (s != Status::kSuccess) return s;
   void* kernel_args[] = {&p};
   const dim3 grid(static_cast<unsigned>(args.dirs * plan.slices));
-  s = from_cuda(cudaLaunchCooperativeKernel(kernel, grid, dim3(kRnnThreads), kernel_args, p.shared.total, stream),
-                "cudaLaunchCooperativeKernel(rnn_persistent_kernel)");
+  auto launch = [&](auto* kernel) {
+    return from_cuda(cudaLaunchCooperativeKernel(kernel, grid, dim3(kRnnThreads), kernel_args, p.shared.total, stream),
+                     "cudaLaunchCooperativeKernel(rnn_persistent_kernel)");
+  };
+  s = plan.resident ? launch(&rnn::rnn_persistent_kernel<T, true>) : launch(&rnn::rnn_persistent_kernel<T, false>);
   if (s != Status::kSuccess) return s;
   return check_launch("rnn_persistent_kernel");
 }
 
 #define RAGGED_INSTANTIATE_RNN_PERSISTENT(T)                                                                     \
-  template Status plan_rnn_persistent<T>(RnnMode, std::int64_t, std::int64_t, std::int64_t, std::int64_t,      \
+  template Status plan_rnn_persistent<T>(RnnMode, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, \
                                          RnnPersistentPlan&);                                                  \
+  template Status plan_rnn_path<T>(RnnMode, std::int64_t, std::int64_t, std::int64_t, std::int64_t, RnnAlgo,   \
+                                   RnnAlgo&, RnnPersistentPlan&);                                              \
   template Status launch_rnn_persistent<T>(const RnnRecurrenceArgs<T>&, const RnnPersistentPlan&, cudaStream_t);
 
 RAGGED_INSTANTIATE_RNN_PERSISTENT(float)

@@ -3,7 +3,7 @@
 // Every launch but the layer's first follows the one before as a programmatic dependent (grid_dependency.cuh):
 // its blocks start while the step before finishes, read what that step does not write (the held items' input
 // projections and biases) and send the first weight chunks to L2, then wait for it.
-// Also the dispatch between this path and the persistent kernel (rnn_persistent.cu).
+// Also the launch of a layer's recurrence on the path plan_rnn_path picks (rnn_persistent.cu).
 #include "grid_dependency.cuh"
 #include "launch.cuh"
 #include "rnn_common.cuh"
@@ -129,18 +129,12 @@ Status launch_per_step(const RnnRecurrenceArgs<T>& a, cudaStream_t stream) {
 template <typename T>
 Status launch_rnn_recurrence(const RnnRecurrenceArgs<T>& args, RnnAlgo algo, cudaStream_t stream) {
   if (args.batch == 0 || args.max_steps == 0) return Status::kSuccess;
-  if (algo == RnnAlgo::kPerStep) return rnn::launch_per_step(args, stream);
-  if (algo != RnnAlgo::kAuto && algo != RnnAlgo::kPersistent)
-    return fail(Status::kInvalidArgument, "rnn algo " + std::to_string(static_cast<int>(algo)) + " is unknown");
+  RnnAlgo path = RnnAlgo::kPerStep;
   RnnPersistentPlan plan;
-  const Status s = plan_rnn_persistent<T>(args.mode, args.hidden, args.state, args.proj, args.dirs, plan);
+  const Status s = plan_rnn_path<T>(args.mode, args.hidden, args.state, args.proj, args.dirs, algo, path, plan);
   if (s != Status::kSuccess) return s;
-  if (plan.fits) return launch_rnn_persistent(args, plan, stream);
-  if (algo == RnnAlgo::kPersistent)
-    return fail(Status::kUnsupportedShape, "rnn: the persistent kernel cannot run hidden_size = " +
-                                               std::to_string(args.hidden) + " with these shapes on this device "
-                                               "(weights do not fit on chip, or no cooperative launch)");
-  return rnn::launch_per_step(args, stream);
+  if (path == RnnAlgo::kPerStep) return rnn::launch_per_step(args, stream);
+  return launch_rnn_persistent(args, plan, stream);
 }
 
 template Status launch_rnn_recurrence<float>(const RnnRecurrenceArgs<float>&, RnnAlgo, cudaStream_t);

@@ -285,7 +285,7 @@ def rnn_section(report, runs, torch_rnn):
         if ragged_ws and padded_ws and real and ragged_ws.get("peak_bytes") and padded_ws.get("peak_bytes"):
             ws_peak = ragged_ws["peak_bytes"] / (real * padded_ws["peak_bytes"])
         steps = run.get("steps")
-        algo = {1: "per-step", 2: "persistent"}.get(int(run.get("algo", 0)), "?")
+        algo = {1: "per-step", 2: "persistent", 3: "persistent streamed"}.get(int(run.get("algo", 0)), "?")
         # The persistent grid's step floors (bench/rnn_step_floor.h), in us per step, and the exchange floor's
         # share of ragged's step.
         floors = [runs.get(f"{op}/floor/{case}/kind:{kind}") for kind in ("barrier", "exchange")]

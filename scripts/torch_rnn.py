@@ -201,7 +201,7 @@ def main():
                         help="cpu: torch on the CPU against ragged's CPU reference, checks only")
     args = parser.parse_args()
     on_gpu = args.device == "cuda"
-    algos = ("per_step", "persistent") if on_gpu else ("reference",)
+    algos = ("per_step", "persistent", "persistent_streamed") if on_gpu else ("reference",)
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

@@ -36,6 +36,7 @@ const char* rnn_algo_name(RnnAlgo algo) {
     case RnnAlgo::kAuto: return "auto";
     case RnnAlgo::kPerStep: return "per_step";
     case RnnAlgo::kPersistent: return "persistent";
+    case RnnAlgo::kPersistentStreamed: return "persistent_streamed";
   }
   return "unknown";
 }
@@ -142,7 +143,7 @@ Status check_args(const RnnArgs<T, OffsetT>& args) {
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(args.hn, 0, "hn"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(args.cn, 0, "cn"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(args.check, 0, "check"));
-  if (args.algo != RnnAlgo::kAuto && args.algo != RnnAlgo::kPerStep && args.algo != RnnAlgo::kPersistent)
+  if (!detail::rnn_algo_known(args.algo))
     return fail(Status::kInvalidArgument, "algo = " + std::to_string(static_cast<int>(args.algo)) + " is unknown");
   if (args.projection != RnnProjection::kCublas && args.projection != RnnProjection::kBatchInvariant)
     return fail(Status::kInvalidArgument,
@@ -284,21 +285,12 @@ Status input_projection(cublasHandle_t handle, const T* w, const T* x, std::int6
 template <typename T>
 Status rnn_select_algo(const RnnDesc& desc, RnnAlgo requested, RnnAlgo& chosen) {
   RAGGED_RETURN_IF_ERROR(check_desc(desc));
-  if (requested == RnnAlgo::kPerStep) {
-    chosen = RnnAlgo::kPerStep;
-    return Status::kSuccess;
-  }
-  if (requested != RnnAlgo::kAuto && requested != RnnAlgo::kPersistent)
+  if (!detail::rnn_algo_known(requested))
     return fail(Status::kInvalidArgument, "algo = " + std::to_string(static_cast<int>(requested)) + " is unknown");
   detail::RnnPersistentPlan plan;
-  RAGGED_RETURN_IF_ERROR(detail::plan_rnn_persistent<T>(desc.mode, desc.hidden_size, rnn_state_size(desc),
-                                                        desc.mode == RnnMode::kLstm ? desc.proj_size : 0,
-                                                        rnn_directions(desc), plan));
-  if (!plan.fits && requested == RnnAlgo::kPersistent)
-    return fail(Status::kUnsupportedShape, "rnn: the persistent kernel cannot run hidden_size = " +
-                                               std::to_string(desc.hidden_size) + " on this device");
-  chosen = plan.fits ? RnnAlgo::kPersistent : RnnAlgo::kPerStep;
-  return Status::kSuccess;
+  return detail::plan_rnn_path<T>(desc.mode, desc.hidden_size, rnn_state_size(desc),
+                                  desc.mode == RnnMode::kLstm ? desc.proj_size : 0, rnn_directions(desc), requested,
+                                  chosen, plan);
 }
 
 template <typename T, typename OffsetT>

@@ -47,12 +47,16 @@ namespace ragged {
 enum class RnnMode : int { kLstm = 0, kGru = 1 };
 
 // How the recurrence runs. kAuto takes the persistent kernel when the recurrent weights of every block fit in
-// its shared memory with the whole grid co-resident (and the device supports cooperative launches), else the
-// per-step kernels. Forcing kPersistent where it cannot run returns kUnsupportedShape.
+// its shared memory with the whole grid co-resident (and the device supports cooperative launches); else the
+// persistent kernel with streamed weights where its grid can be co-resident; else the per-step kernels.
+// Forcing a persistent path where it cannot run returns kUnsupportedShape.
 enum class RnnAlgo : int {
   kAuto = 0,
   kPerStep = 1,     // one launch per step; the recurrent weights stream from L2 every step
   kPersistent = 2,  // one cooperative launch per layer; weights resident in shared memory, grid sync per step
+  // One cooperative launch per layer, grid sync per step, the weights streamed from L2 every step as on the
+  // per-step path: for weights too large to stay on chip, without a launch per step.
+  kPersistentStreamed = 3,
 };
 
 // Who computes the input projections x W_ih^T (one GEMM per layer and direction over every token).
@@ -134,12 +138,13 @@ struct RnnArgs {
 // Runs the whole stack. Output rows that belong to no sequence (past offsets[batch], or past max_steps) hold no
 // result: untouched with one layer; zero with several (the layers in between read them back through the next
 // layer's input GEMM, so they are cleared first rather than read uninitialised). Errors: kInvalidArgument / kNullPointer / kSizeOverflow naming the argument, kUnsupportedShape for a
-// forced kPersistent that does not fit, kWorkspaceTooSmall, kCudaError (a launch or cuBLAS call failed).
+// forced persistent path that does not fit, kWorkspaceTooSmall, kCudaError (a launch or cuBLAS call failed).
 template <typename T, typename OffsetT>
 Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArgs<T, OffsetT>& args,
                    cudaStream_t stream);
 
-// The path kAuto takes for this stack on the current device (kPersistent or kPerStep). It depends on the
+// The path kAuto takes for this stack on the current device (kPersistent, kPersistentStreamed or kPerStep), or
+// the one requested where it can run (kUnsupportedShape where a forced persistent path cannot). It depends on the
 // shapes, the dtype and the device, never on the batch or its lengths, so results for one sequence do not
 // depend on the rest of the batch.
 template <typename T>

@@ -1006,6 +1006,8 @@ TEST_CASE("rnn_forward rejects bad arguments", "[rnn][errors]") {
     auto a = good;
     a.algo = static_cast<RnnAlgo>(7);
     REQUIRE_FAILS(query(a), Status::kInvalidArgument, "algo");
+    a.algo = static_cast<RnnAlgo>(-1);
+    REQUIRE_FAILS(query(a), Status::kInvalidArgument, "algo");
     a = good;
     a.projection = static_cast<RnnProjection>(2);
     REQUIRE_FAILS(query(a), Status::kInvalidArgument, "projection");
@@ -1023,4 +1025,6 @@ TEST_CASE("rnn_select_algo checks the description before looking at the device",
   // The per-step path needs no device query.
   REQUIRE_OK(rnn_select_algo<bfloat16>(desc, RnnAlgo::kPerStep, chosen));
   REQUIRE(chosen == RnnAlgo::kPerStep);
+  REQUIRE(std::string(rnn_algo_name(RnnAlgo::kPersistentStreamed)) == "persistent_streamed");
+  REQUIRE(std::string(rnn_algo_name(static_cast<RnnAlgo>(9))) == "unknown");
 }

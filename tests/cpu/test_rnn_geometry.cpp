@@ -106,6 +106,9 @@ void require_disjoint_aligned(const RnnSharedLayout& s, const RnnGemmGeometry& g
   if (!resident) {
     REQUIRE(s.weight_buffer % 128 == 0);
     REQUIRE(s.weight_buffer >= static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate.k_chunk, elem) * elem);
+    // The persistent kernel with streamed weights streams W_hr's chunks through the same buffers.
+    if (has_proj)
+      REQUIRE(s.weight_buffer >= static_cast<std::size_t>(proj.rows_pad) * rnn_shared_ld(proj.k_chunk, elem) * elem);
   }
   if (has_proj && resident)
     REQUIRE(s.proj_weights + static_cast<std::size_t>(proj.rows_pad) * rnn_shared_ld(proj.k_pad, elem) * elem <=
@@ -161,4 +164,18 @@ TEST_CASE("rnn shared layouts: the per-step path's largest blocks stream three d
   CHECK(deep.total <= kH100OptIn);
   // On a 99 KB device (sm_86 / sm_89) they fit at no depth: the launcher shrinks the blocks (tests/emu/run.sh).
   CHECK(make_rnn_shared_layout(lstm, lstm, false, false, 4, 2).total > 99 * 1024);
+}
+
+TEST_CASE("rnn shared layouts: the streamed persistent blocks of H = 2048 stream three deep on an H100",
+          "[rnn][geometry]") {
+  // What gpu_test_rnn's "streams larger ones through a persistent grid" case asks of a 132-SM H100: bfloat16
+  // LSTM, H = 2048, one direction, 16 units per block (128 blocks), 64 gate rows, whose 256 KB of W_hh no
+  // block holds resident.
+  constexpr std::size_t kH100OptIn = 227 * 1024;
+  const RnnGemmGeometry lstm = make_rnn_gemm_geometry(4 * 16, 2048, 2);
+  CHECK(make_rnn_shared_layout(lstm, lstm, false, true, 2).total > kH100OptIn);
+  const RnnSharedLayout streamed =
+      make_rnn_shared_layout(lstm, lstm, false, false, 2, ragged::detail::kRnnStreamedStages);
+  CHECK(streamed.total == 169472);
+  CHECK(streamed.total <= kH100OptIn);
 }
