@@ -98,7 +98,7 @@ struct RnnSharedLayout {
   std::size_t proj_weights = 0;   // resident with a projection: [proj.rows_pad][ld(proj.k_pad)]
   std::size_t activations = 0;    // stages x [kRnnMChunk][ld(max k_chunk)]
   std::size_t activation_buffer = 0;
-  std::size_t partials = 0;       // float [max splits][kRnnMChunk][max rows_pad + 4]
+  std::size_t partials = 0;       // float [splits][kRnnMChunk][rows_pad + 4] of either phase
   std::size_t total = 0;
 };
 
@@ -129,17 +129,19 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
   s.proj_weights = at;
   if (has_proj && resident)
     at = rnn_align128(at + static_cast<std::size_t>(proj.rows_pad) * rnn_shared_ld(proj.k_pad, elem_bytes) * elem_bytes);
-  int k_chunk = gate.k_chunk, rows_pad = gate.rows_pad, splits = gate.splits;
+  // Each phase stages its own chunks and fills its own partials: the larger of the two sizes each piece.
+  int k_chunk = gate.k_chunk;
+  std::size_t partial_rows = static_cast<std::size_t>(gate.splits) * (gate.rows_pad + 4);
   if (has_proj) {
     k_chunk = proj.k_chunk > k_chunk ? proj.k_chunk : k_chunk;
-    rows_pad = proj.rows_pad > rows_pad ? proj.rows_pad : rows_pad;
-    splits = proj.splits > splits ? proj.splits : splits;
+    const std::size_t proj_rows = static_cast<std::size_t>(proj.splits) * (proj.rows_pad + 4);
+    partial_rows = proj_rows > partial_rows ? proj_rows : partial_rows;
   }
   s.activations = at;
   s.activation_buffer = rnn_align128(static_cast<std::size_t>(kRnnMChunk) * rnn_shared_ld(k_chunk, elem_bytes) * elem_bytes);
   at += static_cast<std::size_t>(stages) * s.activation_buffer;
   s.partials = at;
-  at = rnn_align128(at + static_cast<std::size_t>(splits) * kRnnMChunk * (rows_pad + 4) * sizeof(float));
+  at = rnn_align128(at + partial_rows * kRnnMChunk * sizeof(float));
   s.total = at;
   return s;
 }

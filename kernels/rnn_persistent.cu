@@ -113,8 +113,9 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
   // All blocks must be resident at once. Start from the fewest hidden units per block that one block per SM
   // allows and take the first count whose blocks fit the chip: the padded gate rows (multiples of 16) decide the
   // shared memory, so a count a little above the minimum can fit where a rounded-up one does not, and a larger
-  // count needs fewer blocks (bidirectional layers on an odd number of SMs). Shared memory only grows with the
-  // count, so the search stops at the first layout past the device's limit.
+  // count needs fewer blocks (bidirectional layers on an odd number of SMs). A layout's shared memory at a given
+  // depth only grows with the count (a streamed one drops from three stages to two where three do not fit, and
+  // fits at no count once two do not), so the search stops at the first layout past the device's limit.
   const int gates = rnn_gate_count(mode);
   const std::int64_t first = std::max<std::int64_t>(1, (dirs * hidden + sms - 1) / sms);
   std::int64_t previous_slices = -1;

@@ -288,9 +288,12 @@ Status rnn_select_algo(const RnnDesc& desc, RnnAlgo requested, RnnAlgo& chosen) 
   if (!detail::rnn_algo_known(requested))
     return fail(Status::kInvalidArgument, "algo = " + std::to_string(static_cast<int>(requested)) + " is unknown");
   detail::RnnPersistentPlan plan;
-  return detail::plan_rnn_path<T>(desc.mode, desc.hidden_size, rnn_state_size(desc),
-                                  desc.mode == RnnMode::kLstm ? desc.proj_size : 0, rnn_directions(desc), requested,
-                                  chosen, plan);
+  RnnAlgo path = RnnAlgo::kPerStep;
+  RAGGED_RETURN_IF_ERROR(detail::plan_rnn_path<T>(desc.mode, desc.hidden_size, rnn_state_size(desc),
+                                                  desc.mode == RnnMode::kLstm ? desc.proj_size : 0,
+                                                  rnn_directions(desc), requested, path, plan));
+  chosen = path;  // left as it was on an error
+  return Status::kSuccess;
 }
 
 template <typename T, typename OffsetT>

@@ -116,9 +116,12 @@ void require_disjoint_aligned(const RnnSharedLayout& s, const RnnGemmGeometry& g
   const int k_chunk = has_proj && proj.k_chunk > gate.k_chunk ? proj.k_chunk : gate.k_chunk;
   REQUIRE(s.activation_buffer >= static_cast<std::size_t>(kRnnMChunk) * rnn_shared_ld(k_chunk, elem) * elem);
   REQUIRE(s.activations + static_cast<std::size_t>(s.stages) * s.activation_buffer <= s.partials);
-  const int splits = has_proj && proj.splits > gate.splits ? proj.splits : gate.splits;
-  const int rows_pad = has_proj && proj.rows_pad > gate.rows_pad ? proj.rows_pad : gate.rows_pad;
-  REQUIRE(s.partials + static_cast<std::size_t>(splits) * kRnnMChunk * (rows_pad + 4) * sizeof(float) <= s.total);
+  // Each phase's partials: [splits][kRnnMChunk][rows_pad + 4] floats of its own geometry.
+  REQUIRE(s.partials + static_cast<std::size_t>(gate.splits) * kRnnMChunk * (gate.rows_pad + 4) * sizeof(float) <=
+          s.total);
+  if (has_proj)
+    REQUIRE(s.partials + static_cast<std::size_t>(proj.splits) * kRnnMChunk * (proj.rows_pad + 4) * sizeof(float) <=
+            s.total);
 }
 
 }  // namespace

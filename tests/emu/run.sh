@@ -22,7 +22,7 @@ fi
 # shared memory per block and 20 SMs: float LSTM blocks of 16 units fit there at no pipeline depth, so the
 # launcher takes 12 units and two stages instead of three (the persistent kernel with streamed weights fits at
 # no count there: that case is not run). test_rnn:99kb65 runs the same test on 65 SMs: 8 units per block, whose
-# streamed weights fit two stages deep only, on both paths.
+# streamed weights fit two stages deep only, on both paths, the projection's W_hr included.
 runs=(test_rnn test_segment_softmax test_attention test_convert test_segment_reduce test_rnn:20sms test_rnn:99kb
       test_rnn:99kb65 test_dynamic test_offsets test_masks test_packing test_dependent_launch)
 mapfile -t programs < <(printf '%s\n' "${runs[@]%%:*}" | awk '!seen[$0]++')

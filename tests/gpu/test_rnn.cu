@@ -427,7 +427,13 @@ TEST_CASE("rnn_forward with streamed weights streams more k chunks than it has b
   RnnAlgo chosen = RnnAlgo::kAuto;
   const Status path = rnn_select_algo<T>(desc, algo, chosen);
   if (algo == RnnAlgo::kPersistentStreamed && path == Status::kUnsupportedShape) {
-    // A small device (the 99 KB run: 20 SMs, so 26 units and 104 float gate rows a block) holds no such grid.
+    // A small device (the emulated 99 KB run on 20 SMs: 26 units and 104 float gate rows a block) holds no such
+    // grid; an H100-class one always does.
+    int device = 0, sms = 0, optin = 0;
+    REQUIRE_CUDA(cudaGetDevice(&device));
+    REQUIRE_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    REQUIRE_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    REQUIRE((sms < 100 || optin < 200 * 1024));
     WARN("the persistent kernel with streamed weights cannot run this shape on this device: not run");
     return;
   }
