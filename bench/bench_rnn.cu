@@ -238,9 +238,11 @@ void register_rnn_gpu() {
     add(c.name("ragged") + "/proj:invariant", RnnImpl::kRagged, RnnAlgo::kAuto, default_cublas_ws,
         RnnProjection::kBatchInvariant);
     // What any persistent step over the resident kernel's grid pays (bench/rnn_step_floor.h).
+    const RnnStepFloorCase floor_case{c.mode, c.bf16, c.batch, c.hidden, c.max_len};
     if (!streamed)
-      register_rnn_step_floor(c.name("floor") + "/kind:barrier", c.name("floor") + "/kind:exchange",
-                              RnnStepFloorCase{c.mode, c.bf16, c.batch, c.hidden, c.max_len});
+      register_rnn_step_floor(c.name("floor") + "/kind:barrier", c.name("floor") + "/kind:exchange", floor_case);
+    // Where the weights stream (by default or in the /algo:persistent_streamed run): what moving them costs.
+    if (c.hidden >= 1024) register_rnn_weights_floor(c.name("floor") + "/kind:weights", floor_case);
   }
 }
 

@@ -89,6 +89,11 @@ for row in rnn_rows:
     cells = [c.strip() for c in row.split("|")]
     has_floors = all(cells[i] != "-" for i in floor_columns)
     assert has_floors != (row in per_step_only), f"an RNN case without its step floors, or 2048 with: {row}"
+    # The weights floors (row-major / rotated / packed) where the weights can stream: hidden >= 1024.
+    weights = cells[columns.index("floor us/step: weights streamed, row-major / rotated / packed")].split("/")
+    streams = re.search(r"/hidden:(\d+)/", row) and int(re.search(r"/hidden:(\d+)/", row).group(1)) >= 1024
+    assert len(weights) == 3 and all((w != "-") == bool(streams) for w in weights), \
+        f"an RNN case without its weights floors, or one with them where its weights cannot stream: {row}"
 # The A/B runs are reported in their own table (every segment_sum case twice as slow) and judged nowhere.
 ab_rows = [line for line in lines if line.startswith("| RAGGED_SEGMENT_STREAM=0 |")]
 assert len(ab_rows) == 1 and "| segment_sum |" in ab_rows[0] and ab_rows[0].split("|")[4].strip() == "2", \

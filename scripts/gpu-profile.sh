@@ -52,6 +52,9 @@ cases=(
   # the kernel runs past its DRAM traffic.
   "sum_one_huge_d64;segment_gpu;segment_sum/ragged/one_huge/inner:64/batch:16/mean:16384/manual_time;regex:segment_;4;2"
   "softmax_one_huge_d64;segment_gpu;segment_softmax/ragged/one_huge/inner:64/batch:16/mean:16384/manual_time;regex:segment_softmax;6;3"
+  # The fixed cost: 4096 floats in one row took 19.1 us against cub::DeviceReduce's 3.85 (H200, a910134). Each
+  # kernel's time here, one launch at a time, says how much is the row pass, the unit kernel, or between them.
+  "reduce_fixed_4096;segment_gpu;device_reduce/ragged/floats:4096/flush:clean/manual_time;regex:segment_reduce;4;2"
   "sum_power_law_d64;segment_gpu;segment_sum/ragged/power_law/inner:64/batch:1024/mean:256/manual_time;regex:segment_;4;2"
   "softmax_power_law_d1;segment_gpu;segment_softmax/ragged/power_law/inner:1/batch:65536/mean:256/manual_time;regex:segment_softmax;6;3"
   # Rows of 0..512 tokens at D = 64 (64 KB on average): block rows, each held in one block's shared memory by
@@ -70,6 +73,9 @@ cases=(
   # H = 2048's default since stop 39: the same stream inside one persistent launch (the L2 hit rate of its weight
   # reads says whether W_hh stays in L2 from step to step).
   "lstm_bf16_b16_h2048_streamed;rnn_gpu;rnn_lstm/ragged/lognormal/dtype:bf16/batch:16/hidden:2048/mean:128/manual_time;regex:rnn_persistent;1;1"
+  # Its weights floor: the same stream of W_hh through shared memory with nothing computed (bench/rnn_step_floor.h);
+  # its DRAM against L2 bytes and time per step, next to the case above.
+  "lstm_bf16_b16_h2048_weights_floor;rnn_gpu;rnn_lstm/floor/lognormal/dtype:bf16/batch:16/hidden:2048/mean:128/kind:weights/manual_time;regex:weights_floor;1;1"
   "attention_tile128;attention_gpu;attention/ragged/pad0/long/len:4096/batch:16/heads:16/dim:128/causal:0/tile:128/manual_time;regex:attention_mma;1;1"
   "attention_tile64;attention_gpu;attention/ragged/pad0/long/len:4096/batch:16/heads:16/dim:128/causal:0/tile:64/manual_time;regex:attention_mma;1;1"
   "to_padded_d64;convert_gpu;ragged_to_padded/ragged/lognormal/inner:64/batch:1024/mean:256/manual_time;regex:ragged_to_padded;1;1"

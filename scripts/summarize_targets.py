@@ -287,8 +287,10 @@ def rnn_section(report, runs, torch_rnn):
         steps = run.get("steps")
         algo = {1: "per-step", 2: "persistent", 3: "persistent streamed"}.get(int(run.get("algo", 0)), "?")
         # The persistent grid's step floors (bench/rnn_step_floor.h), in us per step, and the exchange floor's
-        # share of ragged's step.
-        floors = [runs.get(f"{op}/floor/{case}/kind:{kind}") for kind in ("barrier", "exchange")]
+        # share of ragged's step; the weights floors (their stream over the streamed kernel's grid, in the kernel's
+        # order and two others of the same bytes) where they ran.
+        floors = [runs.get(f"{op}/floor/{case}/kind:{kind}")
+                  for kind in ("barrier", "exchange", "weights", "weights_rotated", "weights_packed")]
         floor_us = [f["seconds"] * 1e6 / steps if f and steps else None for f in floors]
         ragged_us = run["seconds"] * 1e6 / steps if steps else None
         # Host time spent enqueueing over GPU time (bench/common/gpu_timer.h): near 1 or above, the launches (one
@@ -299,7 +301,7 @@ def rnn_section(report, runs, torch_rnn):
                      fmt(per_step["seconds"] * 1e3) if per_step else "-",
                      fmt(padded["seconds"] * 1e3) if padded else "-", fmt(real), fmt(time_ratio), fmt(peak_ratio),
                      fmt(ragged_us), fmt(floor_us[0]), fmt(floor_us[1]),
-                     fmt(floor_us[1] / ragged_us) if floor_us[1] and ragged_us else "-", enqueue,
+                     fmt(floor_us[1] / ragged_us) if floor_us[1] and ragged_us else "-", "/".join(fmt(f) for f in floor_us[2:]), enqueue,
                      fmt(run.get("peak_frac")),
                      fmt(ws_time), fmt(ws_peak),
                      fmt(invariant["seconds"] / run["seconds"]) if invariant else "-", fmt(ordinary_ratio),
@@ -307,7 +309,7 @@ def rnn_section(report, runs, torch_rnn):
     report.table(["op", "case", "ragged ms", "path", "per-step forced ms", "padded ms", "real_frac",
                   "time / (real_frac x padded)", "peak / (real_frac x padded)", "ragged us/step",
                   "floor us/step: barrier", "floor us/step: barrier + h exchange", "exchange floor / ragged step",
-                  "host enqueue / time: ragged / per-step forced", "of GEMM peak",
+                  "floor us/step: weights streamed, row-major / rotated / packed", "host enqueue / time: ragged / per-step forced", "of GEMM peak",
                   "4 MiB cuBLAS ws: time / default", "4 MiB cuBLAS ws: peak / (real_frac x padded)",
                   "batch-invariant projection: time / default",
                   "per-step path, ordinary launches: time / dependent", "targets"], rows)
