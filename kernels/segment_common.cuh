@@ -55,9 +55,8 @@ __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x) 
 
 // Asks L2 for a group of a warp's vector loads before they are made (prefetch.global.L2: no register held,
 // nothing to wait for): `pieces` pieces of 32 vectors of V elements, piece k at element first + k * stride, each
-// of kLines 128-byte lines. One line per lane: lane l takes line l / kPieces of piece l % kPieces, so that where
-// the last lanes of a warp hold no column (a partial column tile) the lines nobody asks for are the pieces' last,
-// mostly the columns past D. Elements at or past `limit` are not asked for.
+// of kLines 128-byte lines. One line per lane: lane l takes line l / kPieces of piece l % kPieces. Elements at or
+// past `limit` are not asked for. (segment_reduce's stream is the one caller.)
 template <typename T, int V, int kPieces>
 __device__ __forceinline__ void prefetch_pieces(const T* values, std::int64_t first, std::int64_t stride, int pieces,
                                                 std::int64_t limit) {

@@ -28,7 +28,7 @@ constexpr int kSoftmaxBackwardFloatsPerLane = 16;
 bool segment_stream_enabled();
 void set_segment_stream_enabled(bool enabled);
 
-// How many groups of loads ahead segment_reduce's unit and stream loops ask L2 for the data they will load
+// How many groups of loads ahead segment_reduce's stream loop asks L2 for the data it will load
 // (prefetch.global.L2: no registers held, nothing to wait for), and whether the segment ops' row pass asks for
 // the offsets of its groups ahead: kSegmentPrefetchGroups unless the process started with RAGGED_SEGMENT_PREFETCH
 // set to 0 (off) .. 4. Not thread-safe to change, as above.

@@ -294,24 +294,10 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
           }
       }
     };
-    // L2 prefetch `ahead` groups on (prefetch_pieces): the warp's group j is U pieces of 32 vectors, where lane 0
-    // makes its loads jU .. jU + U - 1 (at offset - lane * V on, as lanes hold consecutive vectors) and the other
-    // lanes theirs beside them. Why: a warp's unit is up to 8 groups, each one load round trip with nothing else
-    // in flight (in the first H100 run, 16 warps per SM streaming units held DRAM at 52-58% of its peak).
-    const int ahead = L.prefetch_groups;
-    const int loads0 = static_cast<int>((t1 - t0 + step - 1) / step);  // lane 0's: at most a chunk's tokens
-    // The group `skip` loads past `offset`, where lane 0 has made `done` loads before it.
-    auto prefetch_group = [&](int skip, int done) {
-      const int first = done + skip;
-      if (first < loads0)
-        prefetch_pieces<T, V, U>(a.values, offset - lane_id() * V + skip * stride, stride, min(U, loads0 - first),
-                                 L.nnz * D);
-    };
-    for (int j = 1; j < ahead; ++j) prefetch_group(j * U, 0);
-    for (std::int64_t i = 0; i + U <= n; i += U, t += U * step, offset += U * stride) {
-      if (ahead > 0) prefetch_group(ahead * U, static_cast<int>(i));
-      add_group(U);
-    }
+    // No L2 prefetch here, unlike the stream: asking 2 groups ahead made the unit walk 4-11% slower on the H200
+    // (a910134: one huge row at D = 1, 64, 1024 and rows of 256 at D = 1024; the A/B of RAGGED_SEGMENT_PREFETCH=0
+    // in docs/results/2026-11-27-h200-a910134773d1), where the streams gained 1-5% from it.
+    for (std::int64_t i = 0; i + U <= n; i += U, t += U * step, offset += U * stride) add_group(U);
     if (n % U != 0) add_group(static_cast<int>(n % U));
   }
   if (g.narrow) merge_phases(acc, g, slot);
