@@ -23,6 +23,7 @@
 // bench/common/l2_flush.h). cub's clean copy_frac is what a reduction reaches in this run's timing; the dirty
 // rows say what the write-back of a dirty L2 added to every benchmark while the flush was a memset. A row of
 // 4096 floats (clean) times each pipeline's fixed cost: its launches and steps with next to nothing to read.
+// `/code:warm` (both sizes, clean): the same with the kernels' code put back in L2 after the flush, untimed.
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda_bf16.h>
@@ -426,49 +427,93 @@ bool has_padded(const SegCase& s) {
 // device_reduce's small case: a row of 16 KiB.
 constexpr std::int64_t kDeviceReduceFixedFloats = 4096;
 
-// device_reduce (see the top of the file). `cub` false: ragged's segment_reduce over one row.
-void bench_device_reduce(benchmark::State& state, std::int64_t count, bool cub, L2Flush flush) {
+// One device_reduce problem: `count` floats in one row, its output and its workspace.
+struct DeviceReduceProblem {
+  DeviceBuffer<float> values;
+  std::vector<std::int32_t> row;
+  DeviceBuffer<std::int32_t> offsets;
+  DeviceBuffer<float> out;
+  bool cub;
+  std::size_t ws_bytes = 0;
+  std::unique_ptr<DeviceBuffer<unsigned char>> ws;
+
+  DeviceReduceProblem(std::int64_t count, bool use_cub, unsigned seed, cudaStream_t stream)
+      : values(static_cast<std::size_t>(count), stream),
+        row{0, static_cast<std::int32_t>(count)},
+        offsets(row, stream),
+        out(1, stream),
+        cub(use_cub) {
+    fill_uniform(values, 1.0f, seed, stream);
+  }
+
+  Status launch(void* d_ws, std::size_t& bytes, cudaStream_t stream) {
+    const auto count = static_cast<std::int64_t>(values.size());
+    if (!cub) {
+      const RaggedView<const float, std::int32_t> view{values.data(), offsets.data(), 1, count, 1};
+      return segment_reduce(d_ws, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, stream);
+    }
+    return from_cuda(cub::DeviceReduce::Sum(d_ws, bytes, values.data(), out.data(), count, stream),
+                     "cub::DeviceReduce");
+  }
+
+  // The workspace query and allocation.
+  Status prepare(cudaStream_t stream) {
+    const Status status = launch(nullptr, ws_bytes, stream);
+    if (status != Status::kSuccess) return status;
+    ws = std::make_unique<DeviceBuffer<unsigned char>>(ws_bytes > 0 ? ws_bytes : 1, stream);
+    return Status::kSuccess;
+  }
+
+  Status run(cudaStream_t stream) { return launch(ws->data(), ws_bytes, stream); }
+};
+
+// device_reduce (see the top of the file). `cub` false: ragged's segment_reduce over one row. `warm_code`: after
+// each flush the same op runs untimed on a second problem of the same size (other buffers), so the timed one
+// starts with its kernels' code in L2 and its data cold; against the plain row, what the flush's eviction of the
+// code costs.
+void bench_device_reduce(benchmark::State& state, std::int64_t count, bool cub, L2Flush flush, bool warm_code) {
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
-    DeviceBuffer<float> values(static_cast<std::size_t>(count), stream);
-    const std::vector<std::int32_t> row{0, static_cast<std::int32_t>(count)};
-    DeviceBuffer<std::int32_t> offsets(row, stream);
-    DeviceBuffer<float> out(1, stream);
-    fill_uniform(values, 1.0f, 12345u, stream);
-    const RaggedView<const float, std::int32_t> view{values.data(), offsets.data(), 1, count, 1};
-    auto launch = [&](void* ws, std::size_t& bytes, cudaStream_t st) -> Status {
-      if (!cub) return segment_reduce(ws, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, st);
-      return from_cuda(cub::DeviceReduce::Sum(ws, bytes, values.data(), out.data(), count, st), "cub::DeviceReduce");
-    };
-    std::size_t ws_bytes = 0;
-    if (!ok_or_skip(state, launch(nullptr, ws_bytes, stream), "workspace query")) return;
-    DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
-    time_on_gpu(state, [&](cudaStream_t st) { return launch(ws.data(), ws_bytes, st); }, flush);
-    set_gpu_traffic(state, static_cast<double>(values.bytes() + offsets.bytes() + out.bytes()),
-                    static_cast<double>(values.bytes() + offsets.bytes() + out.bytes() + ws_bytes));
+    DeviceReduceProblem timed(count, cub, 12345u, stream);
+    if (!ok_or_skip(state, timed.prepare(stream), "workspace query")) return;
+    std::unique_ptr<DeviceReduceProblem> primer;
+    if (warm_code) {
+      primer = std::make_unique<DeviceReduceProblem>(count, cub, 54321u, stream);
+      if (!ok_or_skip(state, primer->prepare(stream), "workspace query (primer)")) return;
+    }
+    auto prime = [&](cudaStream_t st) { return primer ? primer->run(st) : Status::kSuccess; };
+    time_on_gpu_primed(state, [&](cudaStream_t st) { return timed.run(st); }, prime, flush);
+    const double bytes = static_cast<double>(timed.values.bytes() + timed.offsets.bytes() + timed.out.bytes());
+    set_gpu_traffic(state, bytes, bytes + static_cast<double>(timed.ws_bytes));
     if (!verify_results() || state.error_occurred()) return;
-    const std::vector<float> x = values.to_host();
+    const std::vector<float> x = timed.values.to_host();
     std::vector<float> want(1);
-    reference::segment_reduce(RaggedView<const float, std::int32_t>{x.data(), row.data(), 1, count, 1},
+    reference::segment_reduce(RaggedView<const float, std::int32_t>{x.data(), timed.row.data(), 1, count, 1},
                               ReduceOp::kSum, want.data(), nullptr, 0.0f);
-    check_against_reference(state, as_doubles(out.to_host()), as_doubles(want), verify_tolerance<float>(),
+    check_against_reference(state, as_doubles(timed.out.to_host()), as_doubles(want), verify_tolerance<float>(),
                             cub ? "cub::DeviceReduce::Sum" : "ragged");
   });
 }
 
 void register_device_reduce() {
   const auto count = static_cast<std::int64_t>(scaled_bytes(64 * kMiB) / sizeof(float));
-  auto add = [](std::int64_t floats, bool cub, L2Flush flush) {
+  auto add = [](std::int64_t floats, bool cub, L2Flush flush, bool warm_code) {
     const std::string name = std::string("device_reduce/") + (cub ? "cub" : "ragged") + "/floats:" +
-                             std::to_string(floats) + "/flush:" + l2_flush_name(flush);
-    register_gpu_benchmark(name, [=](benchmark::State& st) { bench_device_reduce(st, floats, cub, flush); });
+                             std::to_string(floats) + "/flush:" + l2_flush_name(flush) +
+                             (warm_code ? "/code:warm" : "");
+    register_gpu_benchmark(name,
+                           [=](benchmark::State& st) { bench_device_reduce(st, floats, cub, flush, warm_code); });
   };
   for (const L2Flush flush : {L2Flush::kClean, L2Flush::kDirty})
-    for (const bool cub : {false, true}) add(count, cub, flush);
+    for (const bool cub : {false, true}) add(count, cub, flush, false);
   // 4096 floats: the time of each pipeline with next to nothing to read, its launches and fixed steps (ragged:
   // the row pass, then the unit kernel with its merge). The 64 MiB rows less this, against the bytes, is what
   // the streaming itself reaches.
-  for (const bool cub : {false, true}) add(kDeviceReduceFixedFloats, cub, L2Flush::kClean);
+  for (const bool cub : {false, true}) add(kDeviceReduceFixedFloats, cub, L2Flush::kClean, false);
+  // Both sizes again with the code warm (bench_device_reduce): ragged's kernels hold far more code than CUB's
+  // (sm_90 cubin: the float sum unit kernel 121-220 KB, its row pass 71 KB), which the flush leaves in DRAM.
+  for (const std::int64_t floats : {count, kDeviceReduceFixedFloats})
+    for (const bool cub : {false, true}) add(floats, cub, L2Flush::kClean, true);
 }
 
 void register_segment_gpu() {

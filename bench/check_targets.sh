@@ -94,6 +94,13 @@ for row in rnn_rows:
     streams = re.search(r"/hidden:(\d+)/", row) and int(re.search(r"/hidden:(\d+)/", row).group(1)) >= 1024
     assert len(weights) == 3 and all((w != "-") == bool(streams) for w in weights), \
         f"an RNN case without its weights floors, or one with them where its weights cannot stream: {row}"
+# device_reduce: every row but the plain clean ones is set against its plain clean row, the code:warm ones included.
+reduce_rows = [[c.strip() for c in line.split("|")[1:-1]] for line in lines
+               if re.match(r"\| (ragged|cub) \| \d+ \|", line)]
+warm = [r for r in reduce_rows if r[3] == "warm"]
+assert len(warm) == 4 and len(reduce_rows) == 10, f"the device_reduce table: {reduce_rows}"
+assert all((r[7] == "-") == (r[2] == "clean" and r[3] == "cold") for r in reduce_rows), \
+    f"a device_reduce row without its ratio to the plain clean row, or a plain one with one: {reduce_rows}"
 # The A/B runs are reported in their own table (every segment_sum case twice as slow) and judged nowhere.
 ab_rows = [line for line in lines if line.startswith("| RAGGED_SEGMENT_STREAM=0 |")]
 assert len(ab_rows) == 1 and "| segment_sum |" in ab_rows[0] and ab_rows[0].split("|")[4].strip() == "2", \

@@ -55,6 +55,11 @@ cases=(
   # The fixed cost: 4096 floats in one row took 19.1 us against cub::DeviceReduce's 3.85 (H200, a910134). Each
   # kernel's time here, one launch at a time, says how much is the row pass, the unit kernel, or between them.
   "reduce_fixed_4096;segment_gpu;device_reduce/ragged/floats:4096/flush:clean/manual_time;regex:segment_reduce;4;2"
+  # The same for CUB's single-tile kernel, and both on 64 MiB: the no-instruction stall share against CUB's
+  # says whether ragged's code (far larger) is fetched at a cost the flush makes every launch pay.
+  "reduce_fixed_4096_cub;segment_gpu;device_reduce/cub/floats:4096/flush:clean/manual_time;regex:DeviceReduce;2;1"
+  "reduce_64mib;segment_gpu;device_reduce/ragged/floats:16777216/flush:clean/manual_time;regex:segment_reduce;4;2"
+  "reduce_64mib_cub;segment_gpu;device_reduce/cub/floats:16777216/flush:clean/manual_time;regex:DeviceReduce;4;2"
   "sum_power_law_d64;segment_gpu;segment_sum/ragged/power_law/inner:64/batch:1024/mean:256/manual_time;regex:segment_;4;2"
   "softmax_power_law_d1;segment_gpu;segment_softmax/ragged/power_law/inner:1/batch:65536/mean:256/manual_time;regex:segment_softmax;6;3"
   # Rows of 0..512 tokens at D = 64 (64 KB on average): block rows, each held in one block's shared memory by
@@ -87,7 +92,9 @@ cases=(
 
 # What each number answers (docs/gpu-runbook.md): time; DRAM bytes and % of peak (memory-bound or not); L2 read
 # sectors and hit rate (the RNN's h broadcast, the softmax re-read); achieved occupancy; issue-slot activity and
-# instructions (instruction-bound); tensor-pipe activity (mma kernels); registers per thread.
+# instructions (instruction-bound); tensor-pipe activity (mma kernels); registers per thread; the share of
+# active warp cycles stalled for want of an instruction (code fetched from L2 or DRAM: the segment kernels' code
+# is 70-250 KB per kernel on sm_90, and the flush before each timed launch evicts it) and for a global load.
 metrics=(
   gpu__time_duration.sum
   dram__bytes_read.sum
@@ -99,6 +106,8 @@ metrics=(
   smsp__issue_active.avg.pct_of_peak_sustained_active
   sm__inst_executed.sum
   sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+  smsp__warp_issue_stalled_no_instruction_per_warp_active.pct
+  smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct
   launch__registers_per_thread
   launch__grid_size
 )
@@ -123,11 +132,14 @@ if [ "$dry_run" != "1" ]; then
     configure_command
     { "${configure[@]}" && ninja -C "$build" ragged_bench; } >>"$log" 2>&1
   fi
-  # A metric this ncu does not know would fail every case: keep the known ones, list the others.
+  # A metric this ncu does not know would fail every case: keep the known ones, list the others. The launch__
+  # attributes are not in --query-metrics' list (the H100 run of 1c910f2 left them out for that) but every ncu
+  # has them.
   known=$(ncu --query-metrics 2>>"$log" | awk '{print $1}' || true)
   kept=()
   for metric in "${metrics[@]}"; do
-    if grep -qx "${metric%%.*}" <<<"$known"; then kept+=("$metric"); else unknown_metrics+=("$metric"); fi
+    if [[ "$metric" == launch__* ]] || grep -qx "${metric%%.*}" <<<"$known"; then kept+=("$metric")
+    else unknown_metrics+=("$metric"); fi
   done
   metrics=("${kept[@]}")
   if [ ${#kept[@]} -eq 0 ] && grep -qE "Failed to initialize the profiler|LibraryNotLoaded|ERR_NVGPUCTRPERM" "$log"; then
@@ -238,6 +250,8 @@ columns = [
     ("issue %", "smsp__issue_active.avg.pct_of_peak_sustained_active", 1),
     ("inst M", "sm__inst_executed.sum", 1e-6),
     ("tensor %", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", 1),
+    ("no-inst stall %", "smsp__warp_issue_stalled_no_instruction_per_warp_active.pct", 1),
+    ("load stall %", "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct", 1),
     ("regs", "launch__registers_per_thread", 1),
     ("grid", "launch__grid_size", 1),
 ]

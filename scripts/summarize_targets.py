@@ -167,25 +167,31 @@ def fmt(x, digits=3):
 
 def reduce_ceiling(report, runs):
     """The device_reduce rows (bench_segment.cu): one 64 MiB row summed by ragged and by CUB's device-wide
-    reduction, after a clean and after a dirty L2 flush, and a row of 4096 floats (each pipeline's fixed cost)."""
+    reduction, after a clean and after a dirty L2 flush, and a row of 4096 floats (each pipeline's fixed cost);
+    both sizes also with the kernels' code put back in L2 after a clean flush (`/code:warm`)."""
     rows = []
     for name, run in sorted(runs.items()):
         op, impl, case = split(name)
         if op != "device_reduce":
             continue
         flush = field(case, "flush")
-        clean = runs.get(f"{op}/{impl}/" + case.replace("flush:dirty", "flush:clean")) if flush == "dirty" else None
-        rows.append([impl, field(case, "floats") or "-", flush, fmt(run["seconds"] * 1e6),
+        code = field(case, "code") or "cold"
+        # The row it differs from by one setting: the plain clean row of the same impl and size.
+        plain = f"{op}/{impl}/floats:{field(case, 'floats')}/flush:clean"
+        base = runs.get(plain) if name != plain else None
+        rows.append([impl, field(case, "floats") or "-", flush, code, fmt(run["seconds"] * 1e6),
                      fmt(run.get("bytes_per_second", 0) * 1e-9), fmt(run.get("copy_frac")),
-                     fmt(run["seconds"] / clean["seconds"]) if clean else "-"])
+                     fmt(run["seconds"] / base["seconds"]) if base else "-"])
     if not rows:
         return
     report.add("One row of 64 MiB of floats summed (`device_reduce`): cub's clean copy_frac is what a plain read of "
                "those bytes reaches in this run's timing; the dirty rows time the same op after a memset flush, the "
                "first H100 run's (1c910f2), which left L2 dirty for the op to write back (bench/common/l2_flush.h). "
-               "The row of 4096 floats times each pipeline's fixed cost (launches and steps, next to nothing read).")
+               "The row of 4096 floats times each pipeline's fixed cost (launches and steps, next to nothing read). "
+               "Code warm: after the flush the same op ran untimed on other buffers of the same size, so the timed "
+               "one found its kernels' code in L2 and its data cold.")
     report.add()
-    report.table(["impl", "floats", "L2 flush", "us", "GB/s", "copy_frac", "dirty / clean time"], rows)
+    report.table(["impl", "floats", "L2 flush", "code", "us", "GB/s", "copy_frac", "time / clean cold row"], rows)
 
 
 def drained_copy_frac(run):

@@ -90,8 +90,12 @@ enum class WriteBack {
 // H100), can still sit in L2 at the stop event, so an op that writes its input's size (softmax, backward
 // passes) is timed without part of its DRAM traffic; the copy rate copy_frac divides by pays it in full (its
 // back-to-back copies each write back what the one before left).
-template <typename Launch>
-void time_on_gpu(benchmark::State& state, Launch&& launch, L2Flush how, WriteBack write_back = WriteBack::kLeftInL2) {
+// `prime(cudaStream_t)` (returns ragged::Status) is enqueued after each flush, before the start event, untimed:
+// device_reduce's `/code:warm` rows run the same op on other, small buffers there, so that the timed op finds its
+// kernels' code in L2 (the flush evicts it with everything else) while its own data is still cold.
+template <typename Launch, typename Prime>
+void time_on_gpu_primed(benchmark::State& state, Launch&& launch, Prime&& prime, L2Flush how,
+                        WriteBack write_back = WriteBack::kLeftInL2) {
   GpuTimer& timer = GpuTimer::instance();
   const bool drain = write_back == WriteBack::kDrained;
   if (!ok_or_skip(state, launch(timer.stream()), "warm-up launch")) return;
@@ -100,6 +104,7 @@ void time_on_gpu(benchmark::State& state, Launch&& launch, L2Flush how, WriteBac
   double enqueue_seconds = 0.0, drained_seconds = 0.0;
   for (auto _ : state) {
     if (!ok_or_skip(state, timer.flush_l2(iteration++, how), "L2 flush")) break;
+    if (!ok_or_skip(state, prime(timer.stream()), "priming launch")) break;
     if (!ok_or_skip(state, timer.record_start(), "cudaEventRecord(start)")) break;
     const auto enqueue_start = std::chrono::steady_clock::now();
     if (!ok_or_skip(state, launch(timer.stream()), "launch")) break;
@@ -116,6 +121,13 @@ void time_on_gpu(benchmark::State& state, Launch&& launch, L2Flush how, WriteBac
     state.counters["enqueue_us"] = benchmark::Counter(enqueue_seconds * 1e6 / iteration);
     if (drain) state.counters["drained_us"] = benchmark::Counter(drained_seconds * 1e6 / iteration);
   }
+}
+
+// As time_on_gpu_primed with nothing run between the flush and the start event.
+template <typename Launch>
+void time_on_gpu(benchmark::State& state, Launch&& launch, L2Flush how, WriteBack write_back = WriteBack::kLeftInL2) {
+  time_on_gpu_primed(state, std::forward<Launch>(launch), [](cudaStream_t) { return Status::kSuccess; }, how,
+                     write_back);
 }
 
 // With the run's way of flushing.
