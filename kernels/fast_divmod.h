@@ -61,6 +61,61 @@ class Divmod64 {
   std::int64_t divisor_ = 1;
 };
 
+// A quotient and remainder.
+struct QuotRem {
+  std::int64_t quot;
+  std::int64_t rem;
+};
+
+// n / d for n >= 0 and d >= 1 of any size, out of line on the device: the fallback of the two below, which
+// then add only their 32-bit path to each call site (the segment kernels have dozens, counting inlined copies).
+#if defined(__CUDA_ARCH__)
+__device__ __noinline__ inline QuotRem divmod_wide(std::int64_t n, std::int64_t d) {
+#else
+inline QuotRem divmod_wide(std::int64_t n, std::int64_t d) {
+#endif
+  const std::int64_t q = n / d;
+  return QuotRem{q, n - q * d};
+}
+
+// n / d and n % d for n >= 0 and d >= 1: a 32-bit division where both fit (nvcc's own lowering of a 64-bit
+// division checks the same), else divmod_wide.
+RAGGED_HOST_DEVICE QuotRem divmod_nonnegative(std::int64_t n, std::int64_t d) {
+  if (((n | d) >> 32) == 0) {
+    const auto n32 = static_cast<std::uint32_t>(n), d32 = static_cast<std::uint32_t>(d);
+    const std::uint32_t q = n32 / d32;
+    return QuotRem{q, n32 - q * d32};
+  }
+  return divmod_wide(n, d);
+}
+
+// A divisor d >= 1 known ahead (a kernel's geometry): n / d and n % d for n >= 0 by a multiply where n and d fit
+// 32 bits, else by divmod_wide.
+class Divisor {
+ public:
+  Divisor() = default;
+  explicit Divisor(std::int64_t d)
+      : d_(d), fast_(static_cast<std::uint32_t>(d <= FastDivmodU32::kMax ? d : FastDivmodU32::kMax)) {}
+
+  RAGGED_HOST_DEVICE QuotRem divmod(std::int64_t n) const {
+    if (((n | d_) >> 32) == 0) {
+      QuotRem r{0, 0};
+      fast_.divmod(n, r.quot, r.rem);
+      return r;
+    }
+    return divmod_wide(n, d_);
+  }
+  // ceil(n / d)
+  RAGGED_HOST_DEVICE std::int64_t div_up(std::int64_t n) const {
+    const QuotRem r = divmod(n);
+    return r.quot + (r.rem != 0 ? 1 : 0);
+  }
+
+ private:
+  std::int64_t d_ = 1;
+  FastDivmodU32 fast_;
+};
+
 // Calls launch(divider) with a FastDivmodU32 when every dividend (< total) fits 32 bits, else with a Divmod64;
 // allow_32bit_index = false forces the 64-bit path (tests).
 template <typename Launch>

@@ -233,7 +233,8 @@ __device__ __forceinline__ bool step_cursor(UnitCursor& c, std::int64_t u, std::
 
 // The cursor at item u of a plan field, by a lookup (locate_row). Called by the whole warp.
 template <bool kFirstPass, typename OffsetT>
-__device__ UnitCursor locate_cursor(const SegmentLayout<OffsetT>& L, std::int64_t u, std::int64_t RowWork::*field) {
+__device__ __noinline__ UnitCursor locate_cursor(const SegmentLayout<OffsetT>& L, std::int64_t u,
+                                                std::int64_t RowWork::*field) {
   const RowLocation at = locate_row<kFirstPass>(L, u, field);
   UnitCursor c;
   c.row = at.row;
@@ -485,9 +486,10 @@ struct LaneSlot {
 
 __device__ __forceinline__ LaneSlot lane_slot(const SegmentGeometry& g, std::int64_t tile) {
   const int lane = lane_id();
-  if (g.narrow) {
-    const int phase = lane / static_cast<int>(g.vcols);
-    return LaneSlot{lane % g.vcols, phase, phase < g.phases};
+  if (g.narrow) {  // vcols <= 32: 32-bit division
+    const int vcols = static_cast<int>(g.vcols);
+    const int phase = lane / vcols;
+    return LaneSlot{lane - phase * vcols, phase, phase < g.phases};
   }
   const std::int64_t vcol = tile * kWarpSize + lane;
   return LaneSlot{vcol, 0, vcol < g.vcols};

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "fast_divmod.h"
 #include "ragged/config.h"
 
 namespace ragged {
@@ -48,6 +49,10 @@ struct SegmentGeometry {
   // kernel holds each of its column tiles in shared memory. Set by the launcher from the device's shared memory
   // (0: none, as for the reductions).
   std::int64_t block_tokens = 0;
+  // chunk_tokens and tiles as divisors: a row's chunk count and a unit's (chunk, tile) are divisions by them,
+  // made for every row a walk passes.
+  Divisor chunk_divisor;
+  Divisor tile_divisor;
 };
 
 // items_per_lane: how many vectors one lane holds per register tile (a tile is about 32 * items * V elements);
@@ -64,6 +69,8 @@ inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::i
   const std::int64_t tile_tokens = g.phases * items_per_lane;
   g.sweeps = min_chunk_tokens > tile_tokens ? (min_chunk_tokens + tile_tokens - 1) / tile_tokens : 1;
   g.chunk_tokens = tile_tokens * g.sweeps;
+  g.chunk_divisor = Divisor(g.chunk_tokens);
+  g.tile_divisor = Divisor(g.tiles);
   g.tiny_tokens = inner <= kWarpSize ? kWarpSize / (inner > 0 ? inner : 1) : 0;
   g.local_finish_chunks = local_finish_chunks;
   return g;
@@ -100,7 +107,18 @@ constexpr std::int64_t kKernelPlanGroups = 1024;
 RAGGED_HOST_DEVICE bool plan_scanned_in_kernel(std::int64_t batch) { return row_groups(batch) <= kKernelPlanGroups; }
 
 RAGGED_HOST_DEVICE std::int64_t chunks_of(std::int64_t length, const SegmentGeometry& g) {
-  return (length + g.chunk_tokens - 1) / g.chunk_tokens;
+  return g.chunk_divisor.div_up(length);
+}
+
+// Unit `local` of a row (its index among the row's units): chunk local / tiles, column tile local % tiles.
+struct UnitPlace {
+  std::int64_t chunk;
+  std::int64_t tile;
+};
+
+RAGGED_HOST_DEVICE UnitPlace unit_place(std::int64_t local, const SegmentGeometry& g) {
+  const QuotRem r = g.tile_divisor.divmod(local);
+  return UnitPlace{r.quot, r.rem};
 }
 
 // Softmax: a chunk's partial statistic costs 8 bytes per column forward (max, sum) and 4 backward, written
@@ -176,8 +194,8 @@ RAGGED_HOST_DEVICE bool softmax_streams_rows(const SegmentGeometry& g) { return 
 // of up to 128 rows' work) is several hundred instructions (design.md): several times the work of a unit of a
 // few tokens at wide D.
 RAGGED_HOST_DEVICE std::int64_t warp_share_begin(std::int64_t items, std::int64_t warps, std::int64_t warp) {
-  const std::int64_t each = items / warps, extra = items % warps;
-  return warp * each + (warp < extra ? warp : extra);
+  const QuotRem share = divmod_nonnegative(items, warps);
+  return warp * share.quot + (warp < share.rem ? warp : share.rem);
 }
 
 // A warp's place in its walk: the row that owns the current unit, the work of every row before it (a prefix of
@@ -200,6 +218,9 @@ constexpr int kCursorSteps = 8;
 template <typename Range>
 RAGGED_HOST_DEVICE bool step_cursor(UnitCursor& c, std::int64_t u, std::int64_t RowWork::*field, std::int64_t batch,
                                     const SegmentGeometry& g, Range range) {
+  // Not unrolled: each step waits on its row's offsets anyway, and unrolled the 8 steps were ~16 KB of SASS in
+  // every unit kernel.
+#pragma unroll 1
   for (int step = 0; step < kCursorSteps; ++step) {
     if (u < c.before.*field + c.work.*field) return true;
     if (c.row + 1 >= batch) return false;  // u past the plan: not for a u < plan[groups].*field

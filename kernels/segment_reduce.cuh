@@ -246,8 +246,9 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
   const std::int64_t D = g.inner;
   const std::int64_t b = at.row;
   const std::int64_t local = u - at.before.units;
-  const std::int64_t chunk = local / g.tiles;
-  const LaneSlot slot = lane_slot(g, local % g.tiles);
+  const UnitPlace place = unit_place(local, g);
+  const std::int64_t chunk = place.chunk;
+  const LaneSlot slot = lane_slot(g, place.tile);
   const std::int64_t begin = at.begin, length = at.length;
   const std::int64_t t0 = chunk * g.chunk_tokens;
   const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
@@ -262,7 +263,7 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
     const std::int64_t step = g.phases;
     const std::int64_t stride = step * D;
     std::int64_t t = t0 + slot.phase;
-    const std::int64_t n = t < t1 ? (t1 - t + step - 1) / step : 0;
+    const std::int64_t n = t < t1 ? divmod_nonnegative(t1 - t + step - 1, step).quot : 0;
     std::int64_t offset = (begin + t) * D + slot.vcol * V;
     auto add_group = [&](int count) {
       // Slots past `count` are zeroed, not left unset: unset, they kept the previous group's values alive across
@@ -319,7 +320,7 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
     for (int v = 0; v < V; ++v) acc[v].store(a.partial_value, a.partial_index, (first + chunk) * D + slot.vcol * V + v);
   }
   merge_tile_partials<Acc>(
-      L, local % g.tiles, first, chunk, chunks,
+      L, place.tile, first, chunk, chunks,
       [&](std::int64_t at) { return Acc::load(a.partial_value, a.partial_index, at); },
       [&](const Acc& merged, std::int64_t at) { merged.store(a.partial_value, a.partial_index, at); },
       [&](std::int64_t col, const Acc& merged) { write_result(a, b, col, merged, length); });
@@ -599,11 +600,11 @@ __global__ void __launch_bounds__(kThreads)
   stage_plan(L);
   for_each_unit<true>(L, &RowWork::units, [&](std::int64_t unit, const UnitCursor& at) {
     const std::int64_t b = at.row;
-    const std::int64_t local = unit - at.before.units;
-    const LaneSlot slot = lane_slot(g, local % g.tiles);
+    const UnitPlace place = unit_place(unit - at.before.units, g);
+    const LaneSlot slot = lane_slot(g, place.tile);
     if (!slot.active) return;
     const std::int64_t begin = at.begin, length = at.length;
-    const std::int64_t t0 = (local / g.tiles) * g.chunk_tokens;
+    const std::int64_t t0 = place.chunk * g.chunk_tokens;
     const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
     float grad[V];
     std::int64_t arg[V];

@@ -221,8 +221,9 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   const std::int64_t D = g.inner;
-  const std::int64_t chunk = local / g.tiles, tile = local % g.tiles;
-  const LaneSlot slot = lane_slot(g, tile);
+  const UnitPlace place = unit_place(local, g);
+  const std::int64_t chunk = place.chunk;
+  const LaneSlot slot = lane_slot(g, place.tile);
   std::int64_t begin = 0, length = 0;
   row_extent(L.offsets, b, L.nnz, begin, length);
   const std::int64_t chunks = chunks_of(length, g);
@@ -238,7 +239,8 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
   const std::int64_t tile_tokens = static_cast<std::int64_t>(g.phases) * N;
   // Register tiles holding tokens of this chunk (>= 1); always 1 where a tile is a whole chunk (the launcher
   // checks), which keeps those kernels' loops out of the code.
-  const int sweeps = kMaySweep<Op, T, V> ? static_cast<int>((t1 - t0 + tile_tokens - 1) / tile_tokens) : 1;
+  const int sweeps =
+      kMaySweep<Op, T, V> ? static_cast<int>(divmod_nonnegative(t1 - t0 + tile_tokens - 1, tile_tokens).quot) : 1;
 
   // Lane item i of register tile s is token first(s) + i * phases, at element offset at(s) + i * stride; the
   // tile's first count(s) items lie inside the chunk. Items are addressed from the tile's offset instead of
@@ -248,7 +250,7 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
   auto at = [&](int s) { return (begin + first(s)) * D + slot.vcol * V; };
   auto count = [&](int s) {
     const std::int64_t left = t1 - first(s);
-    const std::int64_t items = (left + g.phases - 1) / g.phases;
+    const std::int64_t items = left > 0 ? divmod_nonnegative(left + g.phases - 1, g.phases).quot : 0;
     return !slot.active || left <= 0 ? 0 : items < N ? static_cast<int>(items) : N;
   };
   float x[N][V];
@@ -305,7 +307,7 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
       using Stat = typename Op::Stat;
       auto store = [&](const Stat& merged, std::int64_t at) { Op::store(merged, a.partial_a, a.partial_b, at); };
       const bool root = merge_tile_partials<Stat>(
-          L, tile, first_partial, chunk, chunks,
+          L, place.tile, first_partial, chunk, chunks,
           [&](std::int64_t at) { return Op::load(a.partial_a, a.partial_b, at); }, store,
           [&](std::int64_t col, const Stat& merged) { store(merged, first_partial * D + col); });
       return root && local_finish;
@@ -479,7 +481,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       if (pass == Pass::kFirst) {
         if (!root) return;
         pass = Pass::kLocalSecond;
-        tile = local % tiles;
+        tile = unit_place(local, L.geometry).tile;
         chunks = chunks_of(at.length, L.geometry);
       } else if (++chunk == chunks) {
         return;
@@ -539,7 +541,8 @@ __device__ void normalize_block_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std
   // staged0 + k * staged_step of the staging (ints: a block row fits in shared memory).
   const std::int64_t first = slot.phase + static_cast<std::int64_t>(g.phases) * warp;
   const std::int64_t step = static_cast<std::int64_t>(g.phases) * kBlockWarps;
-  const int items = slot.active && first < length ? static_cast<int>((length - first + step - 1) / step) : 0;
+  const int items =
+      slot.active && first < length ? static_cast<int>(divmod_nonnegative(length - first + step - 1, step).quot) : 0;
   const std::int64_t at0 = (begin + first) * D + slot.vcol * V, global_step = step * D;
   const int column = static_cast<int>(slot.vcol - (g.narrow ? 0 : tile * kWarpSize)) * V;
   const int staged0 = static_cast<int>(first * pitch) + column, staged_step = static_cast<int>(step * pitch);

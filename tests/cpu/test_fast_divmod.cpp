@@ -1,5 +1,5 @@
-// The multiply-high divider the conversion kernels use, against plain division, on the host (the device path
-// differs only in __umulhi, which computes the same high word).
+// The multiply-high dividers the conversion and segment kernels use, against plain division, on the host (the
+// device path differs only in __umulhi, which computes the same high word).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -46,6 +46,37 @@ TEST_CASE("Divmod64 equals division beyond 32 bits", "[divmod]") {
       Divmod64(d).divmod(n, q, r);
       REQUIRE(q == n / d);
       REQUIRE(r == n % d);
+    }
+  }
+}
+
+// Divisor (the segment kernels' chunk and tile divisors) and divmod_nonnegative take the 32-bit path where the
+// dividend and divisor fit 32 bits and divmod_wide past that: both sides of the switch, and the switch itself.
+TEST_CASE("Divisor and divmod_nonnegative equal division on both sides of 2^32", "[divmod]") {
+  using ragged::detail::Divisor;
+  using ragged::detail::divmod_nonnegative;
+  using ragged::detail::QuotRem;
+  const std::int64_t two32 = std::int64_t{1} << 32;
+  std::vector<std::int64_t> divisors = {1, 2, 3, 10, 32, 2560, 8192, 65537, two32 - 1, two32, two32 + 1,
+                                        std::int64_t{1} << 40};
+  auto rng = ragged::test::make_rng(107);
+  std::uniform_int_distribution<std::int64_t> any(0, std::int64_t{1} << 62);
+  std::uniform_int_distribution<std::int64_t> small(1, 100000);
+  for (int i = 0; i < 50; ++i) divisors.push_back(small(rng));
+  for (const std::int64_t d : divisors) {
+    std::vector<std::int64_t> dividends = {0, 1, d - 1, d, d + 1, two32 - 2, two32 - 1, two32, two32 + 1,
+                                           3 * d + 2, (std::int64_t{1} << 62) + 11};
+    for (int i = 0; i < 200; ++i) dividends.push_back(i % 2 ? any(rng) : any(rng) % (two32 + 5));
+    const Divisor divisor(d);
+    for (const std::int64_t n : dividends) {
+      if (n < 0) continue;
+      INFO(n << " / " << d);
+      const QuotRem a = divisor.divmod(n), b = divmod_nonnegative(n, d);
+      REQUIRE(a.quot == n / d);
+      REQUIRE(a.rem == n % d);
+      REQUIRE(b.quot == n / d);
+      REQUIRE(b.rem == n % d);
+      REQUIRE(divisor.div_up(n) == n / d + (n % d != 0 ? 1 : 0));
     }
   }
 }
