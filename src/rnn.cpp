@@ -285,9 +285,7 @@ Status input_projection(cublasHandle_t handle, const T* w, const T* x, std::int6
 template <typename T>
 Status rnn_select_algo(const RnnDesc& desc, RnnAlgo requested, RnnAlgo& chosen) {
   RAGGED_RETURN_IF_ERROR(check_desc(desc));
-  if (!detail::rnn_algo_known(requested))
-    return fail(Status::kInvalidArgument, "algo = " + std::to_string(static_cast<int>(requested)) + " is unknown");
-  detail::RnnPersistentPlan plan;
+  detail::RnnPersistentPlan plan;  // plan_rnn_path rejects an unknown `requested`
   RnnAlgo path = RnnAlgo::kPerStep;
   RAGGED_RETURN_IF_ERROR(detail::plan_rnn_path<T>(desc.mode, desc.hidden_size, rnn_state_size(desc),
                                                   desc.mode == RnnMode::kLstm ? desc.proj_size : 0,
