@@ -219,8 +219,10 @@ template <typename Range>
 RAGGED_HOST_DEVICE bool step_cursor(UnitCursor& c, std::int64_t u, std::int64_t RowWork::*field, std::int64_t batch,
                                     const SegmentGeometry& g, Range range) {
   // Not unrolled: each step waits on its row's offsets anyway, and unrolled the 8 steps were ~16 KB of SASS in
-  // every unit kernel.
+  // every unit kernel. (The host compiler, which also sees this function, knows no such pragma.)
+#if defined(__CUDA_ARCH__)
 #pragma unroll 1
+#endif
   for (int step = 0; step < kCursorSteps; ++step) {
     if (u < c.before.*field + c.work.*field) return true;
     if (c.row + 1 >= batch) return false;  // u past the plan: not for a u < plan[groups].*field
