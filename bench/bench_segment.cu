@@ -511,7 +511,8 @@ void register_device_reduce() {
   // the streaming itself reaches.
   for (const bool cub : {false, true}) add(kDeviceReduceFixedFloats, cub, L2Flush::kClean, false);
   // Both sizes again with the code warm (bench_device_reduce): ragged's kernels hold far more code than CUB's
-  // (sm_90 cubin: the float sum unit kernel 121-220 KB, its row pass 71 KB), which the flush leaves in DRAM.
+  // (sm_90 cubin, float sum: unit and stream kernels 88-102 KB, row pass 69 KB; design.md, "Code size"), which
+  // the flush evicts from L2.
   for (const std::int64_t floats : {count, kDeviceReduceFixedFloats})
     for (const bool cub : {false, true}) add(floats, cub, L2Flush::kClean, true);
 }

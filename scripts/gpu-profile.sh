@@ -94,7 +94,7 @@ cases=(
 # sectors and hit rate (the RNN's h broadcast, the softmax re-read); achieved occupancy; issue-slot activity and
 # instructions (instruction-bound); tensor-pipe activity (mma kernels); registers per thread; the share of
 # active warp cycles stalled for want of an instruction (code fetched from L2 or DRAM: the segment kernels' code
-# is 70-250 KB per kernel on sm_90, and the flush before each timed launch evicts it) and for a global load.
+# is 41-175 KB per kernel on sm_90, and the flush before each timed launch evicts it) and for a global load.
 metrics=(
   gpu__time_duration.sum
   dram__bytes_read.sum

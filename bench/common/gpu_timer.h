@@ -91,8 +91,8 @@ enum class WriteBack {
 // passes) is timed without part of its DRAM traffic; the copy rate copy_frac divides by pays it in full (its
 // back-to-back copies each write back what the one before left).
 // `prime(cudaStream_t)` (returns ragged::Status) is enqueued after each flush, before the start event, untimed:
-// device_reduce's `/code:warm` rows run the same op on other, small buffers there, so that the timed op finds its
-// kernels' code in L2 (the flush evicts it with everything else) while its own data is still cold.
+// device_reduce's `/code:warm` rows run the same op on other buffers of the same size there, so that the timed
+// op finds its kernels' code in L2 (the flush evicts it with everything else) while its own data is still cold.
 template <typename Launch, typename Prime>
 void time_on_gpu_primed(benchmark::State& state, Launch&& launch, Prime&& prime, L2Flush how,
                         WriteBack write_back = WriteBack::kLeftInL2) {
