@@ -24,6 +24,8 @@
 // rows say what the write-back of a dirty L2 added to every benchmark while the flush was a memset. A row of
 // 4096 floats (clean) times each pipeline's fixed cost: its launches and steps with next to nothing to read.
 // `/code:warm` (both sizes, clean): the same with the kernels' code put back in L2 after the flush, untimed.
+// `floor` (4096 floats only, `/kernels:1` and `/kernels:2`): the launches with nothing but a one-block sum in
+// them (bench/reduce_chain_floor.h), what the small row costs any pipeline of one or of two launches.
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda_bf16.h>
@@ -41,6 +43,7 @@
 #include "bench/common/suite.h"
 #include "bench/common/traffic.h"
 #include "bench/common/verify.h"
+#include "bench/reduce_chain_floor.h"
 #include "ragged/buffer.h"
 #include "ragged/convert.h"
 #include "ragged/reference_segment.h"
@@ -427,33 +430,59 @@ bool has_padded(const SegCase& s) {
 // device_reduce's small case: a row of 16 KiB.
 constexpr std::int64_t kDeviceReduceFixedFloats = 4096;
 
+// Who sums a device_reduce row.
+enum class Reducer {
+  kRagged,         // segment_reduce over a batch of one row
+  kCub,            // cub::DeviceReduce::Sum
+  kOneKernelFloor, // bench/reduce_chain_floor.h, kernels:1
+  kTwoKernelFloor, // kernels:2
+};
+
+const char* reducer_impl(Reducer r) {
+  switch (r) {
+    case Reducer::kRagged: return "ragged";
+    case Reducer::kCub: return "cub";
+    default: return "floor";
+  }
+}
+
 // One device_reduce problem: `count` floats in one row, its output and its workspace.
 struct DeviceReduceProblem {
   DeviceBuffer<float> values;
   std::vector<std::int32_t> row;
   DeviceBuffer<std::int32_t> offsets;
   DeviceBuffer<float> out;
-  bool cub;
+  Reducer reducer;
   std::size_t ws_bytes = 0;
   std::unique_ptr<DeviceBuffer<unsigned char>> ws;
 
-  DeviceReduceProblem(std::int64_t count, bool use_cub, unsigned seed, cudaStream_t stream)
+  DeviceReduceProblem(std::int64_t count, Reducer by, unsigned seed, cudaStream_t stream)
       : values(static_cast<std::size_t>(count), stream),
         row{0, static_cast<std::int32_t>(count)},
         offsets(row, stream),
         out(1, stream),
-        cub(use_cub) {
+        reducer(by) {
     fill_uniform(values, 1.0f, seed, stream);
   }
 
   Status launch(void* d_ws, std::size_t& bytes, cudaStream_t stream) {
     const auto count = static_cast<std::int64_t>(values.size());
-    if (!cub) {
-      const RaggedView<const float, std::int32_t> view{values.data(), offsets.data(), 1, count, 1};
-      return segment_reduce(d_ws, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, stream);
+    switch (reducer) {
+      case Reducer::kRagged: {
+        const RaggedView<const float, std::int32_t> view{values.data(), offsets.data(), 1, count, 1};
+        return segment_reduce(d_ws, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, stream);
+      }
+      case Reducer::kCub:
+        return from_cuda(cub::DeviceReduce::Sum(d_ws, bytes, values.data(), out.data(), count, stream),
+                         "cub::DeviceReduce");
+      default:
+        if (d_ws == nullptr) {
+          bytes = sizeof(std::int64_t);  // the length the chain's first kernel hands on
+          return Status::kSuccess;
+        }
+        return launch_reduce_chain_floor(values.data(), offsets.data(), static_cast<std::int64_t*>(d_ws),
+                                         out.data(), reducer == Reducer::kOneKernelFloor ? 1 : 2, stream);
     }
-    return from_cuda(cub::DeviceReduce::Sum(d_ws, bytes, values.data(), out.data(), count, stream),
-                     "cub::DeviceReduce");
   }
 
   // The workspace query and allocation.
@@ -467,18 +496,17 @@ struct DeviceReduceProblem {
   Status run(cudaStream_t stream) { return launch(ws->data(), ws_bytes, stream); }
 };
 
-// device_reduce (see the top of the file). `cub` false: ragged's segment_reduce over one row. `warm_code`: after
-// each flush the same op runs untimed on a second problem of the same size (other buffers), so the timed one
-// starts with its kernels' code in L2 and its data cold; against the plain row, what the flush's eviction of the
-// code costs.
-void bench_device_reduce(benchmark::State& state, std::int64_t count, bool cub, L2Flush flush, bool warm_code) {
+// device_reduce (see the top of the file). `warm_code`: after each flush the same op runs untimed on a second
+// problem of the same size (other buffers), so the timed one starts with its kernels' code in L2 and its data
+// cold; against the plain row, what the flush's eviction of the code costs.
+void bench_device_reduce(benchmark::State& state, std::int64_t count, Reducer by, L2Flush flush, bool warm_code) {
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
-    DeviceReduceProblem timed(count, cub, 12345u, stream);
+    DeviceReduceProblem timed(count, by, 12345u, stream);
     if (!ok_or_skip(state, timed.prepare(stream), "workspace query")) return;
     std::unique_ptr<DeviceReduceProblem> primer;
     if (warm_code) {
-      primer = std::make_unique<DeviceReduceProblem>(count, cub, 54321u, stream);
+      primer = std::make_unique<DeviceReduceProblem>(count, by, 54321u, stream);
       if (!ok_or_skip(state, primer->prepare(stream), "workspace query (primer)")) return;
     }
     auto prime = [&](cudaStream_t st) { return primer ? primer->run(st) : Status::kSuccess; };
@@ -491,30 +519,34 @@ void bench_device_reduce(benchmark::State& state, std::int64_t count, bool cub, 
     reference::segment_reduce(RaggedView<const float, std::int32_t>{x.data(), timed.row.data(), 1, count, 1},
                               ReduceOp::kSum, want.data(), nullptr, 0.0f);
     check_against_reference(state, as_doubles(timed.out.to_host()), as_doubles(want), verify_tolerance<float>(),
-                            cub ? "cub::DeviceReduce::Sum" : "ragged");
+                            by == Reducer::kCub ? "cub::DeviceReduce::Sum" : reducer_impl(by));
   });
 }
 
 void register_device_reduce() {
   const auto count = static_cast<std::int64_t>(scaled_bytes(64 * kMiB) / sizeof(float));
-  auto add = [](std::int64_t floats, bool cub, L2Flush flush, bool warm_code) {
-    const std::string name = std::string("device_reduce/") + (cub ? "cub" : "ragged") + "/floats:" +
+  auto add = [](std::int64_t floats, Reducer by, L2Flush flush, bool warm_code, const std::string& suffix = "") {
+    const std::string name = std::string("device_reduce/") + reducer_impl(by) + "/floats:" +
                              std::to_string(floats) + "/flush:" + l2_flush_name(flush) +
-                             (warm_code ? "/code:warm" : "");
+                             (warm_code ? "/code:warm" : "") + suffix;
     register_gpu_benchmark(name,
-                           [=](benchmark::State& st) { bench_device_reduce(st, floats, cub, flush, warm_code); });
+                           [=](benchmark::State& st) { bench_device_reduce(st, floats, by, flush, warm_code); });
   };
   for (const L2Flush flush : {L2Flush::kClean, L2Flush::kDirty})
-    for (const bool cub : {false, true}) add(count, cub, flush, false);
+    for (const Reducer by : {Reducer::kRagged, Reducer::kCub}) add(count, by, flush, false);
   // 4096 floats: the time of each pipeline with next to nothing to read, its launches and fixed steps (ragged:
   // the row pass, then the unit kernel with its merge). The 64 MiB rows less this, against the bytes, is what
   // the streaming itself reaches.
-  for (const bool cub : {false, true}) add(kDeviceReduceFixedFloats, cub, L2Flush::kClean, false);
+  for (const Reducer by : {Reducer::kRagged, Reducer::kCub}) add(kDeviceReduceFixedFloats, by, L2Flush::kClean, false);
   // Both sizes again with the code warm (bench_device_reduce): ragged's kernels hold far more code than CUB's
   // (sm_90 cubin, float sum: unit and stream kernels 88-102 KB, row pass 69 KB; design.md, "Code size"), which
   // the flush evicts from L2.
   for (const std::int64_t floats : {count, kDeviceReduceFixedFloats})
-    for (const bool cub : {false, true}) add(floats, cub, L2Flush::kClean, true);
+    for (const Reducer by : {Reducer::kRagged, Reducer::kCub}) add(floats, by, L2Flush::kClean, true);
+  // The small row's floors (bench/reduce_chain_floor.h): one launch that reads and sums it, and ragged's chain of
+  // two launches around the same sum. Against ragged's row, what its kernels add to the launches.
+  add(kDeviceReduceFixedFloats, Reducer::kOneKernelFloor, L2Flush::kClean, false, "/kernels:1");
+  add(kDeviceReduceFixedFloats, Reducer::kTwoKernelFloor, L2Flush::kClean, false, "/kernels:2");
 }
 
 void register_segment_gpu() {

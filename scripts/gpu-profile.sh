@@ -58,6 +58,8 @@ cases=(
   # The same for CUB's single-tile kernel, and both on 64 MiB: the no-instruction stall share against CUB's
   # says whether ragged's code (far larger) is fetched at a cost the flush makes every launch pay.
   "reduce_fixed_4096_cub;segment_gpu;device_reduce/cub/floats:4096/flush:clean/manual_time;regex:DeviceReduce;2;1"
+  # The floor of ragged's chain: two launches around a one-block sum (bench/reduce_chain_floor.h).
+  "reduce_fixed_4096_floor;segment_gpu;device_reduce/floor/floats:4096/flush:clean/kernels:2/manual_time;regex:floor_;4;2"
   "reduce_64mib;segment_gpu;device_reduce/ragged/floats:16777216/flush:clean/manual_time;regex:segment_reduce;4;2"
   "reduce_64mib_cub;segment_gpu;device_reduce/cub/floats:16777216/flush:clean/manual_time;regex:DeviceReduce;4;2"
   "sum_power_law_d64;segment_gpu;segment_sum/ragged/power_law/inner:64/batch:1024/mean:256/manual_time;regex:segment_;4;2"

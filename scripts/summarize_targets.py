@@ -168,7 +168,8 @@ def fmt(x, digits=3):
 def reduce_ceiling(report, runs):
     """The device_reduce rows (bench_segment.cu): one 64 MiB row summed by ragged and by CUB's device-wide
     reduction, after a clean and after a dirty L2 flush, and a row of 4096 floats (each pipeline's fixed cost);
-    both sizes also with the kernels' code put back in L2 after a clean flush (`/code:warm`)."""
+    both sizes also with the kernels' code put back in L2 after a clean flush (`/code:warm`); the 4096-float
+    row's floors, one launch and a chain of two (`floor/.../kernels:N`)."""
     rows = []
     for name, run in sorted(runs.items()):
         op, impl, case = split(name)
@@ -179,7 +180,9 @@ def reduce_ceiling(report, runs):
         # The row it differs from by one setting: the plain clean row of the same impl and size.
         plain = f"{op}/{impl}/floats:{field(case, 'floats')}/flush:clean"
         base = runs.get(plain) if name != plain else None
-        rows.append([impl, field(case, "floats") or "-", flush, code, fmt(run["seconds"] * 1e6),
+        kernels = field(case, "kernels")
+        label = f"{impl} ({kernels} kernel{'s' if kernels != '1' else ''})" if kernels else impl
+        rows.append([label, field(case, "floats") or "-", flush, code, fmt(run["seconds"] * 1e6),
                      fmt(run.get("bytes_per_second", 0) * 1e-9), fmt(run.get("copy_frac")),
                      fmt(run["seconds"] / base["seconds"]) if base else "-"])
     if not rows:
@@ -189,7 +192,10 @@ def reduce_ceiling(report, runs):
                "first H100 run's (1c910f2), which left L2 dirty for the op to write back (bench/common/l2_flush.h). "
                "The row of 4096 floats times each pipeline's fixed cost (launches and steps, next to nothing read). "
                "Code warm: after the flush the same op ran untimed on other buffers of the same size, so the timed "
-               "one found its kernels' code in L2 and its data cold.")
+               "one found its kernels' code in L2 and its data cold. Floor (4096 floats): one block sums the row "
+               "in one launch, or in ragged's chain of two (a first kernel hands on the row's length, the sum "
+               "follows it as a programmatic dependent; bench/reduce_chain_floor.h): ragged's row less the "
+               "two-kernel floor is what its kernels add to the launches.")
     report.add()
     report.table(["impl", "floats", "L2 flush", "code", "us", "GB/s", "copy_frac", "time / clean cold row"], rows)
 
