@@ -32,9 +32,11 @@
 #   RAGGED_SANITIZER_PROGRAMS  GPU test programs to run under them, by name (default: every gpu_test_*), e.g.
 #                              "gpu_test_segment_softmax gpu_test_rnn" for a short call on what a change touched
 #   RAGGED_SANITIZER_JOBS      sanitizer runs at once (default: the CPU count; they are mostly CPU-bound)
-#   RAGGED_SANITIZER_SPLIT_TOOLS  tools that run each test case as its own run (default: "racecheck initcheck",
-#                              which took over 480 s on gpu_test_attention / gpu_test_rnn whole); the others run a
-#                              program at a time
+#   RAGGED_SANITIZER_SPLIT_TOOLS  tools that run each test case as its own run (default: "memcheck racecheck
+#                              initcheck": racecheck and initcheck took over 480 s on gpu_test_attention /
+#                              gpu_test_rnn whole, memcheck over 100 s on gpu_test_segment_reduce and 150 s on
+#                              gpu_test_rnn in the 2026-11-27 runs); the others run a program at a time. The log
+#                              gives every run's seconds, the summary each program's slowest run
 #   RAGGED_SANITIZER_TEST_SCALE  RAGGED_TEST_SCALE for the GPU tests under the sanitizers (default: 0.25): the
 #                              segment tests' large generated inputs at a quarter of their elements (ctest runs
 #                              them whole; tests/common/test_util.h says which inputs keep their sizes)
@@ -77,7 +79,7 @@ jobs=${RAGGED_SANITIZER_JOBS:-$(nproc)}
 sanitizer_timeout=${RAGGED_SANITIZER_TIMEOUT:-150}
 sanitizer_test_scale=${RAGGED_SANITIZER_TEST_SCALE:-0.25}
 sanitizer_seed=${RAGGED_SANITIZER_SEED:-time}
-split_tools=${RAGGED_SANITIZER_SPLIT_TOOLS:-racecheck initcheck}
+split_tools=${RAGGED_SANITIZER_SPLIT_TOOLS:-memcheck racecheck initcheck}
 bench_timeout=${RAGGED_BENCH_TIMEOUT:-150}
 torch_timeout=${RAGGED_TORCH_TIMEOUT:-240}
 bench_suites=${RAGGED_BENCH_SUITES:-convert_gpu segment_gpu attention_gpu rnn_gpu planner convert_cpu}
@@ -360,9 +362,10 @@ if [ "$configure_rc" -eq 0 ]; then
         "sanitizers.log"
       tools=""  # nothing below runs
     fi
-    # racecheck and initcheck run each Catch2 test case of a program on its own (RAGGED_SANITIZER_SPLIT_TOOLS),
-    # side by side: under them a program takes minutes, and split it takes its slowest case's time rather than
-    # the sum of its cases'. The other tools run a program at a time; with a filter, every tool does.
+    # memcheck, racecheck and initcheck run each Catch2 test case of a program on its own
+    # (RAGGED_SANITIZER_SPLIT_TOOLS), side by side: under them a program takes minutes, and split it takes its
+    # slowest case's time rather than the sum of its cases'. The other tools run a program at a time; with a
+    # filter, every tool does.
     sanitize() {  # sanitize TOOL TEST KEY LIMIT [SPEC] -> $runs/KEY.{log,rc}
       local tool=$1 test=$2 key=$3 limit=$4 rc=0
       local args=(--rng-seed "$sanitizer_seed")
@@ -371,8 +374,10 @@ if [ "$configure_rc" -eq 0 ]; then
       # of a byte the op never wrote: under initcheck they leave them as allocated.
       local unset_workspace=0
       if [ "$tool" = initcheck ]; then unset_workspace=1; fi
+      local began=$SECONDS
       RAGGED_TEST_SCALE=$sanitizer_test_scale RAGGED_TEST_UNSET_WORKSPACE=$unset_workspace timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 86 --print-limit 50 \
         "$test" "${args[@]}" >"$runs/$key.log" 2>&1 || rc=$?
+      echo $((SECONDS - began)) >"$runs/$key.secs"  # each run's seconds, to plan the next call's budget by
       echo "$rc" >"$runs/$key.rc"
     }
     # Catch2 v2 test specs: a backslash makes the next character literal (names hold commas and brackets).
@@ -427,7 +432,7 @@ if [ "$configure_rc" -eq 0 ]; then
           continue
         fi
         matched=$((matched + 1))
-        worst=0 not_run=0 timed_out=0 errors=0 failed=0 limit=""
+        worst=0 not_run=0 timed_out=0 errors=0 failed=0 limit="" slowest=0
         {
           echo "=============================================================================================="
           echo "== $tool $name${filter:+ [filter: $filter]}: $cases run(s)"
@@ -444,8 +449,10 @@ if [ "$configure_rc" -eq 0 ]; then
             *) failed=$((failed + 1)) ;;
           esac
           if [ "$rc" != 0 ] && { [ "$worst" = 0 ] || [ "$rc" = 86 ]; }; then worst=$rc; fi
+          secs=$(cat "$runs/$key.secs" 2>/dev/null || echo 0)
+          if [ "$secs" -gt "$slowest" ]; then slowest=$secs; fi
           {
-            echo "---- $(cat "$runs/$key.spec") -> rc=$rc"
+            echo "---- $(cat "$runs/$key.spec") -> rc=$rc (${secs}s)"
             # Keep the log bounded: a repeated hazard can print for pages.
             head -c 400000 "$runs/$key.log" 2>/dev/null || true
             echo
@@ -457,7 +464,11 @@ if [ "$configure_rc" -eq 0 ]; then
         if [ "$failed" -gt 0 ]; then note+=", $failed failed"; fi
         if [ "$not_run" -gt 0 ]; then note+=", $not_run not run (deadline)"; fi
         what="$tool $name"
-        if [ "$cases" -gt 1 ]; then what+=" ($cases runs$note)"; elif [ -n "$note" ]; then what+=" (${note#, })"; fi
+        if [ "$cases" -gt 1 ]; then
+          what+=" ($cases runs, the slowest ${slowest}s$note)"
+        else
+          what+=" (${slowest}s$note)"
+        fi
         if [ "$worst" = 0 ] && [ "$not_run" -eq 0 ]; then
           record "$what" pass 0 "sanitizers.log"
         elif [ "$worst" = 0 ]; then
