@@ -428,6 +428,10 @@ __device__ __forceinline__ void prefetch_group_offsets(const SegmentLayout<Offse
 template <typename OffsetT, typename LoadHead, typename Tiny, typename Empty>
 __device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, LoadHead load_head, Tiny tiny,
                                          Empty empty) {
+  // Where the first-pass kernel follows (plans of up to kKernelPlanGroups groups), its blocks may be scheduled
+  // now and wait at wait_for_prior_grid() for this grid's end and writes: its launch overlaps this pass instead
+  // of following it. CUB's scan of a larger plan is an ordinary launch and still starts after this grid ends.
+  allow_dependent_grid();
   constexpr int kBatches = GroupOffsets<OffsetT>::kBatches;
   using Head = decltype(load_head(std::int64_t{}, std::int64_t{}, std::int64_t{}));
   const int lane = lane_id();
