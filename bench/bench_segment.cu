@@ -432,10 +432,10 @@ constexpr std::int64_t kDeviceReduceFixedFloats = 4096;
 
 // Who sums a device_reduce row.
 enum class Reducer {
-  kRagged,         // segment_reduce over a batch of one row
-  kCub,            // cub::DeviceReduce::Sum
-  kOneKernelFloor, // bench/reduce_chain_floor.h, kernels:1
-  kTwoKernelFloor, // kernels:2
+  kRagged,          // segment_reduce over a batch of one row
+  kCub,             // cub::DeviceReduce::Sum
+  kOneKernelFloor,  // bench/reduce_chain_floor.h, kernels:1
+  kTwoKernelFloor,  // kernels:2
 };
 
 const char* reducer_impl(Reducer r) {
