@@ -1,16 +1,18 @@
 // GPU benchmarks of the packed LSTM and GRU forward (issue 4): one unidirectional layer, input size = hidden size,
 // batches of 16 and 64 sequences with mean length 128 drawn from the shared length distributions (clamped to
 // 4 x the mean), hidden 256 / 1024 (full run: also 512, float as well as bfloat16, every distribution); and
-// hidden 2048 at batch 16, lognormal, bfloat16, whose weights do not fit on chip: the per-step path's default
-// (and the shape PyTorch times there, scripts/torch_rnn.py). Those cases have no persistent grid, so no floors
-// and no forced per-step run.
+// hidden 2048 at batch 16, lognormal, bfloat16, whose weights do not fit on chip: the streamed persistent
+// kernel's default (and the shape PyTorch times there, scripts/torch_rnn.py). Those cases have no resident
+// persistent grid, so no barrier / exchange floors. kAuto steps at hidden 256 (kAutoPerStepMaxHidden) and runs
+// a persistent kernel above it.
 //
 // Implementations (the names pair up across impl):
 //   ragged  rnn_forward on the ragged batch: every step covers only the sequences still running
 //   padded  what a user without packing runs: the same layer over the padded batch [batch, max_len, input],
 //           i.e. rnn_forward with every length = max_len (same kernels, same path choice)
-//   ragged/<case>/algo:per_step  the ragged run with the per-step path forced (the plain one takes kAuto's
-//           choice, the persistent kernel wherever the weights fit), to check that choice on the GPU
+//   ragged/<case>/algo:per_step|persistent  the ragged run with the path kAuto does not take forced: per-step
+//           where kAuto runs a persistent kernel, the resident persistent kernel where it steps (hidden <= 256,
+//           kAutoPerStepMaxHidden), to check that choice on the GPU
 //   floor/<case>/kind:barrier|exchange  the persistent kernel's step floors over its grid for the case, max_len
 //           steps (bench/rnn_step_floor.h): what its us_per_step is measured against
 //   ragged/<case>[/algo:per_step]/launch:ordinary  the per-step path (H = 2048's default; forced at H = 1024)
@@ -42,6 +44,7 @@
 #include "bench/common/verify.h"
 #include "bench/rnn_step_floor.h"
 #include "kernels/dependent_launch.h"
+#include "kernels/rnn_launch.h"
 #include "ragged/buffer.h"
 #include "ragged/reference_rnn.h"
 #include "ragged/rnn.h"
@@ -221,9 +224,14 @@ void register_rnn_gpu() {
     const bool streamed = c.hidden >= kStreamedHidden;
     add(c.name("ragged"), RnnImpl::kRagged, RnnAlgo::kAuto, default_cublas_ws);
     add(c.name("padded"), RnnImpl::kPadded, RnnAlgo::kAuto, default_cublas_ws);
-    // The per-step path forced, to check kAuto's choice (a persistent kernel wherever one fits) against it; at
-    // H >= 1024 with ordinary launches too (its plain runs launch each step as a programmatic dependent).
-    add(c.name("ragged") + "/algo:per_step", RnnImpl::kRagged, RnnAlgo::kPerStep, default_cublas_ws);
+    // The path kAuto does not take, forced, to check its choice against it: the per-step path where kAuto runs a
+    // persistent kernel, the resident persistent kernel where kAuto steps (hidden <= kAutoPerStepMaxHidden); at
+    // H >= 1024 the per-step path with ordinary launches too (its plain runs launch each step as a programmatic
+    // dependent).
+    if (c.hidden <= detail::kAutoPerStepMaxHidden)
+      add(c.name("ragged") + "/algo:persistent", RnnImpl::kRagged, RnnAlgo::kPersistent, default_cublas_ws);
+    else
+      add(c.name("ragged") + "/algo:per_step", RnnImpl::kRagged, RnnAlgo::kPerStep, default_cublas_ws);
     if (c.hidden >= 1024)
       add(c.name("ragged") + "/algo:per_step/launch:ordinary", RnnImpl::kRagged, RnnAlgo::kPerStep,
           default_cublas_ws, RnnProjection::kCublas, Launches::kOrdinary);

@@ -107,9 +107,18 @@ template <typename T>
 Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj,
                            std::int64_t dirs, bool resident, RnnPersistentPlan& plan);
 
+// kAuto takes the per-step path up to this hidden size, whether or not a persistent kernel fits. Why: on the
+// H200 (docs/results/2026-11-27-h200-8cbd4e5921d3 and -a910134773d1, the recurrent kernels as they are now) the
+// per-step path beat the resident persistent kernel at hidden 256 in all 24 bfloat16 cases of the two runs
+// (LSTM and GRU, batch 16 and 64, three length distributions), taking 0.82-0.94 of its time; at hidden 1024 the
+// persistent kernel took 0.69-0.76 of the per-step path's. At 256 the persistent grid is 128 blocks of 2 hidden
+// units (8 LSTM gate rows in a 16-row tile) where the per-step one is 64 blocks of 4. Hidden 512 is unmeasured.
+constexpr std::int64_t kAutoPerStepMaxHidden = 256;
+
 // The path `requested` takes for these shapes on the current device (rnn_select_algo's rule): kAuto takes the
-// first of kPersistent, kPersistentStreamed, kPerStep that can run. `plan` is the persistent plan where the
-// path is one. A forced persistent path that cannot run: kUnsupportedShape.
+// per-step path up to kAutoPerStepMaxHidden, above it the first of kPersistent, kPersistentStreamed, kPerStep
+// that can run. `plan` is the persistent plan where the path is one. A forced persistent path that cannot run:
+// kUnsupportedShape.
 template <typename T>
 Status plan_rnn_path(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj, std::int64_t dirs,
                      RnnAlgo requested, RnnAlgo& path, RnnPersistentPlan& plan);

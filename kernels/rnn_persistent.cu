@@ -159,6 +159,7 @@ Status plan_rnn_path(RnnMode mode, std::int64_t hidden, std::int64_t state, std:
   if (!rnn_algo_known(requested))
     return fail(Status::kInvalidArgument, "rnn algo " + std::to_string(static_cast<int>(requested)) + " is unknown");
   if (requested == RnnAlgo::kPerStep) return Status::kSuccess;
+  if (requested == RnnAlgo::kAuto && hidden <= kAutoPerStepMaxHidden) return Status::kSuccess;
   for (const RnnAlgo candidate : {RnnAlgo::kPersistent, RnnAlgo::kPersistentStreamed}) {
     if (requested != RnnAlgo::kAuto && requested != candidate) continue;
     const bool resident = candidate == RnnAlgo::kPersistent;

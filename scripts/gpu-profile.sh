@@ -69,7 +69,7 @@ cases=(
   "softmax_uniform_d64;segment_gpu;segment_softmax/ragged/uniform/inner:64/batch:1024/mean:256/manual_time;regex:segment_softmax;6;3"
   "softmax_bf16_d1024;segment_gpu;segment_softmax/ragged/uniform/inner:1024/batch:128/mean:256/dtype:bf16/manual_time;regex:segment_softmax;6;3"
   "lstm_bf16_b64_h1024;rnn_gpu;rnn_lstm/ragged/uniform/dtype:bf16/batch:64/hidden:1024/mean:128/manual_time;regex:rnn_persistent;1;1"
-  "lstm_bf16_b16_h256;rnn_gpu;rnn_lstm/ragged/uniform/dtype:bf16/batch:16/hidden:256/mean:128/manual_time;regex:rnn_persistent;1;1"
+  "lstm_bf16_b16_h256;rnn_gpu;rnn_lstm/ragged/uniform/dtype:bf16/batch:16/hidden:256/mean:128/algo:persistent/manual_time;regex:rnn_persistent;1;1"
   # The per-step path, one launch a step streaming the block's W_hh slice through shared memory: 4 chunks of a
   # row at H = 1024, 8 at H = 2048 (both forced: the persistent kernels run them by default; H = 2048 was the
   # case slower than cuDNN). DRAM against L2 traffic tells a bandwidth-bound stream (W_hh from DRAM every

@@ -46,8 +46,9 @@ namespace ragged {
 
 enum class RnnMode : int { kLstm = 0, kGru = 1 };
 
-// How the recurrence runs. kAuto takes the persistent kernel when the recurrent weights of every block fit in
-// its shared memory with the whole grid co-resident (and the device supports cooperative launches); else the
+// How the recurrence runs. kAuto takes the per-step kernels up to hidden_size 256 (measured faster there on an
+// H200: docs/design.md); above it the persistent kernel when the recurrent weights of every block fit in its
+// shared memory with the whole grid co-resident (and the device supports cooperative launches); else the
 // persistent kernel with streamed weights where its grid can be co-resident; else the per-step kernels.
 // Forcing a persistent path where it cannot run returns kUnsupportedShape.
 enum class RnnAlgo : int {

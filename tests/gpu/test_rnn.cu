@@ -930,16 +930,22 @@ TEST_CASE("rnn_forward refuses a short workspace and a persistent kernel that ca
   }
 }
 
-TEST_CASE("rnn_select_algo keeps mid-sized recurrent weights on chip, and streams larger ones through a "
-          "persistent grid, on a large GPU", "[rnn]") {
+TEST_CASE("rnn_select_algo runs small layers step by step, keeps mid-sized recurrent weights on chip, and "
+          "streams larger ones through a persistent grid, on a large GPU", "[rnn]") {
   int device = 0, sms = 0, optin = 0;
   REQUIRE_CUDA(cudaGetDevice(&device));
   REQUIRE_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   REQUIRE_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   RnnAlgo chosen = RnnAlgo::kAuto;
+  // Up to kAutoPerStepMaxHidden the per-step path, though the persistent kernel fits (forced, it runs).
   REQUIRE_OK(rnn_select_algo<bfloat16>(make_desc(RnnMode::kLstm, 256, 256, 0, 1, false), RnnAlgo::kAuto, chosen));
+  REQUIRE(chosen == RnnAlgo::kPerStep);
+  REQUIRE_OK(rnn_select_algo<bfloat16>(make_desc(RnnMode::kLstm, 256, 256, 0, 1, false), RnnAlgo::kPersistent, chosen));
   REQUIRE(chosen == RnnAlgo::kPersistent);
   if (sms >= 100 && optin >= 200 * 1024) {  // H100 class: H = 1024 in bfloat16 fits, both directions too
+    // Just past kAutoPerStepMaxHidden: the persistent kernel.
+    REQUIRE_OK(rnn_select_algo<bfloat16>(make_desc(RnnMode::kGru, 257, 257, 0, 1, false), RnnAlgo::kAuto, chosen));
+    REQUIRE(chosen == RnnAlgo::kPersistent);
     REQUIRE_OK(rnn_select_algo<bfloat16>(make_desc(RnnMode::kLstm, 1024, 1024, 0, 1, true), RnnAlgo::kAuto, chosen));
     REQUIRE(chosen == RnnAlgo::kPersistent);
     REQUIRE_OK(rnn_select_algo<float>(make_desc(RnnMode::kGru, 1024, 1024, 0, 1, false), RnnAlgo::kAuto, chosen));
