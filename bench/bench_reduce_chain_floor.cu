@@ -62,7 +62,7 @@ Status launch_reduce_chain_floor(const float* values, const std::int32_t* offset
                                       stream, values, offsets, static_cast<const std::int64_t*>(nullptr), out);
   if (kernels != 2)
     return fail(Status::kInvalidArgument,
-                        "launch_reduce_chain_floor: kernels must be 1 or 2, got " + std::to_string(kernels));
+                "launch_reduce_chain_floor: kernels must be 1 or 2, got " + std::to_string(kernels));
   Status status = detail::launch_after_prior(false, "floor_length_kernel", &floor_length_kernel, dim3(1),
                                              dim3(kFloorThreads), 0, stream, offsets, length_scratch);
   if (status != Status::kSuccess) return status;
