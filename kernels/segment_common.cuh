@@ -6,6 +6,8 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include "async_copy.cuh"
 #include "element_convert.cuh"
@@ -365,14 +367,18 @@ struct TinyHead {
   Elem at[kTinyHead];
 };
 
+// The index type of a tiny row's tokens: 32 bits in the scalar row pass (scalar_row_pass), else 64.
+template <bool kScalar>
+using TinyIndex = typename std::conditional<kScalar, int, std::int64_t>::type;
+
 // The head of a tiny row of `length` >= 1 tokens: at[t] = load(t) for t < length, `pad` past the end. The loads
 // are unconditional (past the end they repeat the last token) so that ptxas issues them together.
-template <typename Elem, typename Load>
-__device__ __forceinline__ TinyHead<Elem> load_tiny_head(std::int64_t length, Elem pad, Load load) {
+template <typename I, typename Elem, typename Load>
+__device__ __forceinline__ TinyHead<Elem> load_tiny_head(I length, Elem pad, Load load) {
   TinyHead<Elem> head;
 #pragma unroll
   for (int k = 0; k < kTinyHead; ++k) {
-    const Elem x = load(min(static_cast<std::int64_t>(k), length - 1));
+    const Elem x = load(min(static_cast<I>(k), length - 1));
     head.at[k] = k < length ? x : pad;
   }
   return head;
@@ -382,10 +388,12 @@ __device__ __forceinline__ TinyHead<Elem> load_tiny_head(std::int64_t length, El
 // x[k] = load(t0 + k), `pad` past the end. Every load of a group is issued before f runs, so a group costs one
 // memory round trip, not one per token (left to itself nvcc unrolls a per-token loop by 4 and loads the
 // remaining 1-3 tokens one round trip apart). With `from_head` the first group is the head, already in registers.
-template <typename Elem, typename Load, typename F>
-__device__ __forceinline__ void walk_tiny(std::int64_t length, const TinyHead<Elem>& head, bool from_head, Elem pad,
-                                          Load load, F f) {
-  for (std::int64_t t0 = 0; t0 < length; t0 += kTinyHead) {
+// kRolled: the loop over the groups is not unrolled (the scalar row pass: nvcc unrolled it by 4 there, 29 ->
+// 41 KB of SASS in the float sum's kernel, for rows of 5 to 32 tokens).
+template <bool kRolled = false, typename I, typename Elem, typename Load, typename F>
+__device__ __forceinline__ void walk_tiny(I length, const TinyHead<Elem>& head, bool from_head, Elem pad, Load load,
+                                          F f) {
+  auto group = [&](I t0) {
     Elem x[kTinyHead];
     if (from_head && t0 == 0) {
 #pragma unroll
@@ -393,11 +401,17 @@ __device__ __forceinline__ void walk_tiny(std::int64_t length, const TinyHead<El
     } else {
 #pragma unroll
       for (int k = 0; k < kTinyHead; ++k) {
-        const Elem e = load(min(t0 + k, length - 1));  // unconditional, as in load_tiny_head
+        const Elem e = load(min(static_cast<I>(t0 + k), length - 1));  // unconditional, as in load_tiny_head
         x[k] = t0 + k < length ? e : pad;
       }
     }
     f(t0, x);
+  };
+  if constexpr (kRolled) {
+#pragma unroll 1
+    for (I t0 = 0; t0 < length; t0 += kTinyHead) group(t0);
+  } else {
+    for (I t0 = 0; t0 < length; t0 += kTinyHead) group(t0);
   }
 }
 
@@ -413,6 +427,15 @@ __device__ __forceinline__ void prefetch_group_offsets(const SegmentLayout<Offse
   const std::int64_t at = group * kRowsPerGroup + static_cast<std::int64_t>(lane_id()) * (128 / sizeof(OffsetT));
   if (group < row_groups(L.batch) && at <= min(L.batch, group * kRowsPerGroup + kRowsPerGroup))
     prefetch_l2(L.offsets + at);
+}
+
+// The merge trees' counters start at zero: every row pass zeroes them (build_plan sizes its grid to cover
+// them), which saves a memset launch.
+template <typename OffsetT>
+__device__ __forceinline__ void zero_arrivals(const SegmentLayout<OffsetT>& L) {
+  const std::int64_t words = arrival_words(L);
+  for (std::int64_t i = global_warp() * kWarpSize + lane_id(); i < words; i += total_warps() * kWarpSize)
+    L.arrivals[i] = 0;
 }
 
 // The row pass, a warp per group of kRowsPerGroup rows (grid-stride), kWarpSize rows at a time with a lane per
@@ -435,11 +458,7 @@ __device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, LoadHe
   constexpr int kBatches = GroupOffsets<OffsetT>::kBatches;
   using Head = decltype(load_head(std::int64_t{}, std::int64_t{}, std::int64_t{}));
   const int lane = lane_id();
-  // The merge trees' counters start at zero: zeroing them here saves a memset launch (build_plan sizes the grid
-  // to cover them).
-  const std::int64_t words = arrival_words(L);
-  for (std::int64_t i = global_warp() * kWarpSize + lane; i < words; i += total_warps() * kWarpSize)
-    L.arrivals[i] = 0;
+  zero_arrivals(L);
   const std::int64_t groups = row_groups(L.batch);
   const std::int64_t warps = total_warps();
   for (std::int64_t group = global_warp(); group < groups; group += warps) {
@@ -477,6 +496,75 @@ __device__ __forceinline__ void row_pass(const SegmentLayout<OffsetT>& L, LoadHe
     }
     for (int d = 1; d < kWarpSize; d <<= 1) sum = sum + shfl_row_work(sum, lane ^ d);
     if (lane == 0) L.group_work[group] = sum;
+  }
+}
+
+// The row pass at D = 1 where every element index fits 32 bits (takes_scalar_rows; segment_reduce's and
+// segment_softmax's scalar rows kernels). Why: in the many-tiny-rows regime the row pass issues instructions
+// more than it waits on memory. The H100 profile of 1c910f2 had segment_reduce's at 68% of its issue slots, ~590
+// instructions per row, and the H200 run of a910134 took 299 us for 16.7 M bfloat16 rows of ~2 tokens against
+// 162 us for the 8.4 M float rows of the same bytes (the softmax 337 against 170): the time goes with the rows.
+// row_pass pays per row for 64-bit ranges and addresses (a multiply by D per load), a loop over the columns, the
+// empty rows handed to the whole warp, and its group's work summed by 64-bit shuffles even where no row has any.
+// Here each lane finishes its row, empty or tiny, with 32-bit indices: load_head(begin, length) for every tiny
+// row of length >= 1 of the group (its 4 batches of 32 rows, before any store, as row_pass), then
+// finish(b, begin, length, head) for every row of the group without units (head unset when length is 0). The
+// rows with units are summed into group_work as row_pass sums them.
+template <typename OffsetT>
+__device__ __forceinline__ void scalar_extent(const GroupOffsets<OffsetT>& rows, int j, OffsetT nnz, int live,
+                                              int& begin, int& length) {
+  // Row first_row + 32 j + lane: its clamped range (clamp_row_range, in OffsetT, then narrowed: it lies in
+  // [0, nnz]), length 0 past the group's `live` rows. Called by the whole warp.
+  const int lane = lane_id();
+  const OffsetT next = __shfl_down_sync(0xffffffffu, rows.raw[j], 1);  // offsets[b + 1] for lanes < 31
+  const OffsetT after = __shfl_sync(0xffffffffu, rows.raw[j + 1], 0);  // offsets[first + 32], for lane 31
+  OffsetT lo = rows.raw[j];
+  OffsetT hi = lane == kWarpSize - 1 ? after : next;
+  lo = lo < OffsetT{0} ? OffsetT{0} : (lo > nnz ? nnz : lo);
+  hi = hi < lo ? lo : (hi > nnz ? nnz : hi);
+  begin = static_cast<int>(lo);
+  length = j * kWarpSize + lane < live ? static_cast<int>(hi - lo) : 0;
+}
+
+template <typename OffsetT, typename LoadHead, typename Finish>
+__device__ __forceinline__ void scalar_row_pass(const SegmentLayout<OffsetT>& L, LoadHead load_head, Finish finish) {
+  allow_dependent_grid();  // as row_pass
+  constexpr int kBatches = GroupOffsets<OffsetT>::kBatches;
+  using Head = decltype(load_head(0, 1));
+  const int lane = lane_id();
+  zero_arrivals(L);
+  const OffsetT nnz = static_cast<OffsetT>(L.nnz);
+  const int tiny = static_cast<int>(L.geometry.tiny_tokens);
+  const std::int64_t groups = row_groups(L.batch);
+  const std::int64_t warps = total_warps();
+  for (std::int64_t group = global_warp(); group < groups; group += warps) {
+    if (L.prefetch_groups > 0) prefetch_group_offsets(L, group + 2 * warps);  // as row_pass
+    const GroupOffsets<OffsetT> rows(L, group);
+    const int live = static_cast<int>(rows.end - rows.first_row);
+    int begin[kBatches], length[kBatches];
+    Head head[kBatches];
+#pragma unroll
+    for (int j = 0; j < kBatches; ++j) {
+      scalar_extent(rows, j, nnz, live, begin[j], length[j]);
+      if (length[j] > 0 && length[j] <= tiny) head[j] = load_head(begin[j], length[j]);
+    }
+    RowWork work;
+    bool long_rows = false;
+#pragma unroll
+    for (int j = 0; j < kBatches; ++j) {
+      if (j * kWarpSize >= live) break;  // warp-uniform
+      if (length[j] > tiny) {
+        work = work + row_work(length[j], L.geometry);
+        long_rows = true;
+      } else if (j * kWarpSize + lane < live) {
+        finish(rows.first_row + j * kWarpSize + lane, begin[j], length[j], head[j]);
+      }
+    }
+    // Only rows longer than tiny have work: a group of tiny and empty rows writes zeros without the shuffles. (Not
+    // work.units != 0: a softmax block row has second_units and no units.)
+    if (__any_sync(0xffffffffu, long_rows))
+      for (int d = 1; d < kWarpSize; d <<= 1) work = work + shfl_row_work(work, lane ^ d);
+    if (lane == 0) L.group_work[group] = work;
   }
 }
 
@@ -642,6 +730,13 @@ inline Status launch_following(void (*kernel)(Args), unsigned blocks, std::size_
   RAGGED_RETURN_IF_ERROR(dependent_launch_available(kernel, dependent));
   return launch_after_prior(dependent, kernel_name, kernel, dim3(blocks), dim3(kSegmentThreads), shared, stream,
                             args);
+}
+
+// Whether an op's row pass is its scalar rows kernel (scalar_row_pass): D = 1, every element index in 32 bits,
+// and not turned off (segment_scalar_rows_enabled).
+template <typename OffsetT>
+inline bool takes_scalar_rows(const SegmentLayout<OffsetT>& L) {
+  return L.geometry.inner == 1 && L.nnz <= std::numeric_limits<std::int32_t>::max() && segment_scalar_rows_enabled();
 }
 
 // The first launches of every segment op: its row pass (`rows_kernel`, a kernel calling row_pass, which

@@ -37,6 +37,13 @@ constexpr int kSegmentMaxPrefetchGroups = 4;
 int segment_prefetch_groups();
 void set_segment_prefetch_groups(int groups);
 
+// Whether segment_reduce's and segment_softmax's row pass at D = 1 is their scalar kernel (scalar_row_pass,
+// segment_common.cuh: 32-bit indices, a lane per tiny or empty row) where every element index fits 32 bits; on
+// unless the process started with RAGGED_SEGMENT_SCALAR_ROWS=0 (then row_pass, as at every other D). The same
+// results either way. Not thread-safe to change, as above.
+bool segment_scalar_rows_enabled();
+void set_segment_scalar_rows_enabled(bool enabled);
+
 // Whether segment_softmax holds its block rows in shared memory (is_block_row: segment_geometry.h); on unless
 // the process started with RAGGED_SEGMENT_BLOCK_ROWS=0 (those rows then take the chunks and the second pass).
 // Not thread-safe to change, as above.

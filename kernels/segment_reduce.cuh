@@ -160,37 +160,46 @@ struct ExtremeAcc {
   }
 };
 
+// Output `at` (row b, column col: b * D + col) of a row of `length` tokens: empty_value and arg -1 when empty.
 template <typename T, typename OffsetT, typename Acc>
-__device__ __forceinline__ void write_result(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t b, std::int64_t col,
-                                             const Acc& acc, std::int64_t length) {
-  const std::int64_t at = b * a.layout.geometry.inner + col;
+__device__ __forceinline__ void write_result_at(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t at, const Acc& acc,
+                                                std::int64_t length) {
   const bool mean = a.op == ReduceOp::kMean;
   a.out[at] = from_float<T>(length == 0 ? a.empty_value : acc.value(length, mean));
   if (a.arg != nullptr) a.arg[at] = length == 0 ? -1 : acc.index();
 }
 
-// A row of at most 32 elements, by one lane, in element order; head: tokens 0..3 of column 0 (row_pass).
-template <typename T, typename OffsetT>
-__device__ __forceinline__ TinyHead<float> reduce_tiny_head(const SegmentReduceArgs<T, OffsetT>& a,
-                                                            std::int64_t begin, std::int64_t length) {
-  const std::int64_t D = a.layout.geometry.inner;
-  return load_tiny_head(length, 0.0f, [&](std::int64_t t) { return to_float(a.values[(begin + t) * D]); });
+template <typename T, typename OffsetT, typename Acc>
+__device__ __forceinline__ void write_result(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t b, std::int64_t col,
+                                             const Acc& acc, std::int64_t length) {
+  write_result_at(a, b * a.layout.geometry.inner + col, acc, length);
 }
 
-template <typename T, typename OffsetT, typename Acc>
-__device__ void reduce_tiny_row(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t b, std::int64_t begin,
-                                std::int64_t length, const TinyHead<float>& head) {
-  const std::int64_t D = a.layout.geometry.inner;
-  for (std::int64_t c = 0; c < D; ++c) {
+// A row of at most 32 elements, by one lane, in element order; head: tokens 0..3 of column 0 (row_pass).
+// kScalar: D = 1 with 32-bit indices (scalar_row_pass), the same order.
+template <bool kScalar, typename T, typename OffsetT>
+__device__ __forceinline__ TinyHead<float> reduce_tiny_head(const SegmentReduceArgs<T, OffsetT>& a,
+                                                            TinyIndex<kScalar> begin, TinyIndex<kScalar> length) {
+  using I = TinyIndex<kScalar>;
+  const I D = kScalar ? 1 : a.layout.geometry.inner;
+  return load_tiny_head(length, 0.0f, [&](I t) { return to_float(a.values[(begin + t) * D]); });
+}
+
+template <typename T, typename OffsetT, typename Acc, bool kScalar>
+__device__ void reduce_tiny_row(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t b, TinyIndex<kScalar> begin,
+                                TinyIndex<kScalar> length, const TinyHead<float>& head) {
+  using I = TinyIndex<kScalar>;
+  const I D = kScalar ? 1 : a.layout.geometry.inner;
+  for (I c = 0; c < D; ++c) {
     Acc acc;
-    walk_tiny(
-        length, head, c == 0, 0.0f, [&](std::int64_t t) { return to_float(a.values[(begin + t) * D + c]); },
-        [&](std::int64_t t0, const float (&x)[kTinyHead]) {
+    walk_tiny<kScalar>(
+        length, head, c == 0, 0.0f, [&](I t) { return to_float(a.values[(begin + t) * D + c]); },
+        [&](I t0, const float (&x)[kTinyHead]) {
 #pragma unroll
           for (int k = 0; k < kTinyHead; ++k)
             if (t0 + k < length) acc.add(x[k], t0 + k);
         });
-    write_result(a, b, c, acc, length);
+    write_result_at(a, b * D + c, acc, length);
   }
 }
 
@@ -228,9 +237,9 @@ __global__ void __launch_bounds__(kThreads, 3)
     segment_reduce_rows_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
   row_pass(
       a.layout,
-      [&](std::int64_t, std::int64_t begin, std::int64_t length) { return reduce_tiny_head(a, begin, length); },
+      [&](std::int64_t, std::int64_t begin, std::int64_t length) { return reduce_tiny_head<false>(a, begin, length); },
       [&](std::int64_t b, std::int64_t begin, std::int64_t length, const TinyHead<float>& head) {
-        reduce_tiny_row<T, OffsetT, Acc>(a, b, begin, length, head);
+        reduce_tiny_row<T, OffsetT, Acc, false>(a, b, begin, length, head);
       },
       [&](std::int64_t first, unsigned empty) { write_empty_rows(a, first, empty); });
 }
@@ -363,6 +372,21 @@ template <bool kMin>
 struct StreamAccOf<ExtremeAcc<kMin>> {
   using type = ExtremeAcc<kMin, int>;
 };
+
+// The row pass at D = 1 (scalar_row_pass, segment_common.cuh): the same bits as row_pass's, a tiny row added in
+// token order from Acc{} with a 32-bit index where max / min keep one (StreamAccOf). Its own kernel, held to 4
+// blocks per SM (ptxas, sm_90: 62-64 registers, no spill; at 5 blocks 12-32 bytes of spill), where row_pass's holds 3.
+template <typename T, typename OffsetT, typename Acc>
+__global__ void __launch_bounds__(kThreads, 4)
+    segment_reduce_scalar_rows_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
+  using Scalar = typename StreamAccOf<Acc>::type;
+  scalar_row_pass(
+      a.layout, [&](int begin, int length) { return reduce_tiny_head<true>(a, begin, length); },
+      [&](std::int64_t b, int begin, int length, const TinyHead<float>& head) {
+        if (length == 0) write_result_at(a, b, Scalar{}, 0);  // empty_value, arg -1
+        else reduce_tiny_row<T, OffsetT, Scalar, true>(a, b, begin, length, head);
+      });
+}
 
 // Whether the stream's window folds a row's lines at once (ExtremeAcc::add_masked: add()'s result, each lane's
 // lines of the row masked by predicates): max / min. The sum adds per line, skipping other rows' by branches.
@@ -517,8 +541,12 @@ template <typename T, typename OffsetT, typename Acc, int V>
 Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
-  RAGGED_RETURN_IF_ERROR(
-      build_plan(&segment_reduce_rows_kernel<T, OffsetT, Acc>, a, L, "segment_reduce_rows_kernel", stream));
+  // D = 1 with 32-bit indices: the scalar row pass (segment_reduce_scalar_rows_kernel), the same results.
+  RAGGED_RETURN_IF_ERROR(takes_scalar_rows(L)
+                             ? build_plan(&segment_reduce_scalar_rows_kernel<T, OffsetT, Acc>, a, L,
+                                          "segment_reduce_scalar_rows_kernel", stream)
+                             : build_plan(&segment_reduce_rows_kernel<T, OffsetT, Acc>, a, L,
+                                          "segment_reduce_rows_kernel", stream));
   unsigned blocks = 0;
   // Work bounds known on the host: every row's units fit in (nnz / chunk + rows) * tiles.
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;

@@ -162,23 +162,25 @@ __device__ __forceinline__ XDy load_xdy(const SegmentSoftmaxArgs<T, OffsetT>& a,
   return XDy{to_float(a.x[at]), Op::kBackward ? to_float(a.dy[at]) : 0.0f};
 }
 
-template <typename Op, typename T, typename OffsetT>
+// kScalar: D = 1 with 32-bit indices (scalar_row_pass), the same order.
+template <typename Op, bool kScalar, typename T, typename OffsetT>
 __device__ __forceinline__ TinyHead<XDy> softmax_tiny_head(const SegmentSoftmaxArgs<T, OffsetT>& a,
-                                                           std::int64_t begin, std::int64_t length) {
-  const std::int64_t D = a.layout.geometry.inner;
-  return load_tiny_head(length, XDy{Op::kPadX, Op::kPadDy},
-                        [&](std::int64_t t) { return load_xdy<Op>(a, (begin + t) * D); });
+                                                           TinyIndex<kScalar> begin, TinyIndex<kScalar> length) {
+  using I = TinyIndex<kScalar>;
+  const I D = kScalar ? 1 : a.layout.geometry.inner;
+  return load_tiny_head(length, XDy{Op::kPadX, Op::kPadDy}, [&](I t) { return load_xdy<Op>(a, (begin + t) * D); });
 }
 
-template <typename Op, typename T, typename OffsetT>
-__device__ void normalize_tiny_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t begin, std::int64_t length,
-                                   const TinyHead<XDy>& head) {
-  const std::int64_t D = a.layout.geometry.inner;
+template <typename Op, bool kScalar, typename T, typename OffsetT>
+__device__ void normalize_tiny_row(const SegmentSoftmaxArgs<T, OffsetT>& a, TinyIndex<kScalar> begin,
+                                   TinyIndex<kScalar> length, const TinyHead<XDy>& head) {
+  using I = TinyIndex<kScalar>;
+  const I D = kScalar ? 1 : a.layout.geometry.inner;
   const XDy pad{Op::kPadX, Op::kPadDy};
-  for (std::int64_t c = 0; c < D; ++c) {
-    auto load = [&](std::int64_t t) { return load_xdy<Op>(a, (begin + t) * D + c); };
+  for (I c = 0; c < D; ++c) {
+    auto load = [&](I t) { return load_xdy<Op>(a, (begin + t) * D + c); };
     typename Op::Stat st;
-    walk_tiny(length, head, c == 0, pad, load, [&](std::int64_t, const XDy (&e)[kTinyHead]) {
+    walk_tiny<kScalar>(length, head, c == 0, pad, load, [&](I, const XDy (&e)[kTinyHead]) {
       float x[kTinyHead][1], dy[kTinyHead][1];
 #pragma unroll
       for (int k = 0; k < kTinyHead; ++k) {
@@ -188,12 +190,18 @@ __device__ void normalize_tiny_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std:
       accumulate_tile<Op, kTinyHead, 1>(st, x, dy, 0, a.log);
     });
     const typename Op::Scale scale = Op::prepare(st, a.log);
-    walk_tiny(length, head, c == 0, pad, load, [&](std::int64_t t0, const XDy (&e)[kTinyHead]) {
+    walk_tiny<kScalar>(length, head, c == 0, pad, load, [&](I t0, const XDy (&e)[kTinyHead]) {
+      // A group's outputs, then its stores. Computed inside the guarded stores, g++ 12.2 -O2 (the emulator's
+      // build) stored token t0 + 3's output at t0 in every group after the head when D is the constant 1 (the
+      // scalar row pass); not seen at -O1, with -fwrapv or -fno-tree-vrp, or with D read at run time.
+      float y[kTinyHead];
 #pragma unroll
       for (int k = 0; k < kTinyHead; ++k)
-        if (t0 + k < length)
-          a.out[(begin + t0 + k) * D + c] = from_float<T>(a.log ? Op::template apply<true>(scale, e[k].x, e[k].dy)
-                                                                : Op::template apply<false>(scale, e[k].x, e[k].dy));
+        y[k] = a.log ? Op::template apply<true>(scale, e[k].x, e[k].dy)
+                     : Op::template apply<false>(scale, e[k].x, e[k].dy);
+#pragma unroll
+      for (int k = 0; k < kTinyHead; ++k)
+        if (t0 + k < length) a.out[(begin + t0 + k) * D + c] = from_float<T>(y[k]);
     });
   }
 }
@@ -441,11 +449,25 @@ __global__ void __launch_bounds__(kThreads)
     segment_softmax_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   row_pass(
       a.layout,
-      [&](std::int64_t, std::int64_t begin, std::int64_t length) { return softmax_tiny_head<Op>(a, begin, length); },
+      [&](std::int64_t, std::int64_t begin, std::int64_t length) {
+        return softmax_tiny_head<Op, false>(a, begin, length);
+      },
       [&](std::int64_t, std::int64_t begin, std::int64_t length, const TinyHead<XDy>& head) {
-        normalize_tiny_row<Op>(a, begin, length, head);
+        normalize_tiny_row<Op, false>(a, begin, length, head);
       },
       [](std::int64_t, unsigned) {});  // an empty row has no output
+}
+
+// The row pass at D = 1 (scalar_row_pass, segment_common.cuh): the same bits as row_pass's. Blocks per SM
+// (ptxas, sm_90): forward 4 (59-64 registers, no spill), backward 3 as row_pass's (at 4 it spilled 28-128 bytes).
+template <typename Op, typename T, typename OffsetT>
+__global__ void __launch_bounds__(kThreads, Op::kBackward ? 3 : 4)
+    segment_softmax_scalar_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  scalar_row_pass(
+      a.layout, [&](int begin, int length) { return softmax_tiny_head<Op, true>(a, begin, length); },
+      [&](std::int64_t, int begin, int length, const TinyHead<XDy>& head) {
+        if (length > 0) normalize_tiny_row<Op, true>(a, begin, length, head);  // an empty row has no output
+      });
 }
 
 // Capped at 128 registers (2 blocks of 256 per SM): without the cap ptxas gives the forward kernel with scalar
@@ -658,8 +680,12 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t s
       (block_row_staging<Op, T, OffsetT, V, kLog>(a.layout.geometry, staging, a.layout.geometry.block_tokens)));
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
-  RAGGED_RETURN_IF_ERROR(
-      build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L, "segment_softmax_rows_kernel", stream));
+  // D = 1 with 32-bit indices: the scalar row pass (segment_softmax_scalar_rows_kernel), the same results.
+  RAGGED_RETURN_IF_ERROR(takes_scalar_rows(L)
+                             ? build_plan(&segment_softmax_scalar_rows_kernel<Op, T, OffsetT>, a, L,
+                                          "segment_softmax_scalar_rows_kernel", stream)
+                             : build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L,
+                                          "segment_softmax_rows_kernel", stream));
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
   unsigned blocks = 0;
   const std::size_t shared = first_pass_shared_bytes(L.batch);

@@ -324,6 +324,11 @@ struct RestorePrefetch {
   ~RestorePrefetch() { detail::set_segment_prefetch_groups(detail::kSegmentPrefetchGroups); }
 };
 
+// The same for segment_reduce's and segment_softmax's scalar row pass at D = 1.
+struct RestoreScalarRows {
+  ~RestoreScalarRows() { detail::set_segment_scalar_rows_enabled(true); }
+};
+
 // The same for the softmax's block rows.
 struct RestoreBlockRows {
   ~RestoreBlockRows() { detail::set_segment_block_rows_enabled(true); }

@@ -301,6 +301,39 @@ TEMPLATE_TEST_CASE("segment_reduce: streamed rows give the unit walk's bits", "[
   }
 }
 
+TEMPLATE_TEST_CASE("segment_reduce: the scalar row pass gives row_pass's bits", "[segment][gpu][determinism]",
+                   F32_I32, F16_I32, BF16_I64) {
+  // At D = 1 the row pass is segment_reduce_scalar_rows_kernel (32-bit indices, a lane per tiny or empty row)
+  // instead of row_pass; it adds a tiny row's tokens in the same order, so every op must agree bitwise, the rows
+  // it hands to the unit kernel included (its group sums are that kernel's plan). Ties, signed zeros, NaN and both
+  // infinities as in the stream test, for max / min's first index.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(977);
+  const RestoreScalarRows restore;
+  const double special_values[] = {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity(),
+                                   -1.0, -0.0, 0.0, 1.0, std::numeric_limits<double>::infinity()};
+  std::discrete_distribution<int> pick_special({1, 2, 8, 8, 8, 8, 2});
+  for (const LengthSet& set : length_sets(rng, 1)) {
+    for (bool ties : {false, true}) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << ")"
+                       << (ties ? ", values from {NaN, -inf, -1, -0, 0, 1, inf}" : ", random values"));
+      auto host = test::random_ragged<T, OffsetT>(set.lengths, 1, rng);
+      if (ties)
+        for (T& v : host.values) v = test::round_to<T>(special_values[pick_special(rng)]);
+      const DeviceRagged<T, OffsetT> dev(host);
+      for (ReduceOp op : kAllOps) {
+        if (ties && !is_extreme(op)) continue;  // a sum's NaN bits: see the stream test
+        INFO("op " << reduce_op_name(op));
+        detail::set_segment_scalar_rows_enabled(true);
+        const ReduceOutput<T> scalar = device_reduce(dev, op, is_extreme(op), -1.5f);
+        detail::set_segment_scalar_rows_enabled(false);
+        require_same_bits(scalar, device_reduce(dev, op, is_extreme(op), -1.5f));
+      }
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("segment_reduce: every L2 prefetch distance gives the same bits", "[segment][gpu][determinism]",
                    F32_I32, BF16_I64) {
   // The row pass, the unit loop and the stream ask L2 for lines ahead of their loads (prefetch_group_offsets,

@@ -352,6 +352,42 @@ TEMPLATE_TEST_CASE("segment_softmax: streamed rows give the unit walk's bits", "
   }
 }
 
+TEMPLATE_TEST_CASE("segment_softmax: the scalar row pass gives row_pass's bits", "[segment][gpu][determinism]",
+                   F32_I32, F16_I64, BF16_I32) {
+  // At D = 1 the row pass is segment_softmax_scalar_rows_kernel (32-bit indices, a lane per tiny row) instead of
+  // row_pass; it folds and writes a tiny row in the same order, so forward and backward must agree bitwise, the
+  // rows it hands to the first-pass kernel included. Masked (-inf) and NaN inputs take the statistic's other paths.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(983);
+  const RestoreScalarRows restore;
+  std::bernoulli_distribution masked(0.3), nan(0.02);
+  for (const LengthSet& set : length_sets(rng, 1)) {
+    for (bool special : {false, true}) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << ")"
+                       << (special ? ", 30% -inf and 2% NaN" : ", random values"));
+      auto host = test::random_ragged<T, OffsetT>(set.lengths, 1, rng);
+      if (special)
+        for (T& v : host.values)
+          if (masked(rng)) v = test::round_to<T>(-std::numeric_limits<double>::infinity());
+          else if (nan(rng)) v = test::round_to<T>(std::numeric_limits<double>::quiet_NaN());
+      const DeviceRagged<T, OffsetT> dev(host);
+      const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
+      for (bool log : {false, true}) {
+        INFO((log ? "log-softmax" : "softmax"));
+        detail::set_segment_scalar_rows_enabled(true);
+        const std::vector<T> scalar = device_softmax(dev, log);
+        const std::vector<T> grad_scalar = device_softmax_backward(dev, log, scalar, dy);
+        detail::set_segment_scalar_rows_enabled(false);
+        const std::vector<T> generic = device_softmax(dev, log);
+        const std::vector<T> grad_generic = device_softmax_backward(dev, log, scalar, dy);
+        REQUIRE_BITWISE_EQUAL(scalar, generic);
+        REQUIRE_BITWISE_EQUAL(grad_scalar, grad_generic);
+      }
+    }
+  }
+}
+
 TEST_CASE("segment_softmax and its backward can be captured in a CUDA graph", "[segment][gpu][graph]") {
   auto rng = test::make_rng(507);
   // Short rows, a block row and one past the block rows' limit, so the captured work includes every pass.
