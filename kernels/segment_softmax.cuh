@@ -191,17 +191,11 @@ __device__ void normalize_tiny_row(const SegmentSoftmaxArgs<T, OffsetT>& a, Tiny
     });
     const typename Op::Scale scale = Op::prepare(st, a.log);
     walk_tiny<kScalar>(length, head, c == 0, pad, load, [&](I t0, const XDy (&e)[kTinyHead]) {
-      // A group's outputs, then its stores. Computed inside the guarded stores, g++ 12.2 -O2 (the emulator's
-      // build) stored token t0 + 3's output at t0 in every group after the head when D is the constant 1 (the
-      // scalar row pass); not seen at -O1, with -fwrapv or -fno-tree-vrp, or with D read at run time.
-      float y[kTinyHead];
 #pragma unroll
       for (int k = 0; k < kTinyHead; ++k)
-        y[k] = a.log ? Op::template apply<true>(scale, e[k].x, e[k].dy)
-                     : Op::template apply<false>(scale, e[k].x, e[k].dy);
-#pragma unroll
-      for (int k = 0; k < kTinyHead; ++k)
-        if (t0 + k < length) a.out[(begin + t0 + k) * D + c] = from_float<T>(y[k]);
+        if (t0 + k < length)
+          a.out[(begin + t0 + k) * D + c] = from_float<T>(a.log ? Op::template apply<true>(scale, e[k].x, e[k].dy)
+                                                                : Op::template apply<false>(scale, e[k].x, e[k].dy));
     });
   }
 }
@@ -459,7 +453,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // The row pass at D = 1 (scalar_row_pass, segment_common.cuh): the same bits as row_pass's. Blocks per SM
-// (ptxas, sm_90): forward 4 (59-64 registers, no spill), backward 3 as row_pass's (at 4 it spilled 28-128 bytes).
+// (ptxas, sm_90): forward 4 (61-64 registers, no spill), backward 3 as row_pass's (at 4 it spilled 28-128 bytes).
 template <typename Op, typename T, typename OffsetT>
 __global__ void __launch_bounds__(kThreads, Op::kBackward ? 3 : 4)
     segment_softmax_scalar_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {

@@ -41,8 +41,17 @@ find "$tree" \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.cpp' \)
     s{extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([^\n;\[]*?)\s*(\w+)\[\];}{$1* $2 = reinterpret_cast<$1*>(::emu::dynamic_shared());}g;
   '
 
-flags=(-std=c++17 -O2 -g -mfma -ffp-contract=fast -fno-strict-aliasing -pthread -include "$here/cuda_emu.h"
+# -fno-tree-vrp: g++ 12.2 at -O2 miscompiled segment_softmax's scalar row pass without it (host_compiler_check.cpp,
+# which must pass with these flags before anything is built).
+optimize=(-O2 -fno-tree-vrp -g -mfma -ffp-contract=fast -fno-strict-aliasing)
+flags=(-std=c++17 "${optimize[@]}" -pthread -include "$here/cuda_emu.h"
        -I"$here/shim" -I"$tree/include" -I"$tree/kernels" -I"$tree/src" -I"$tree/tests" -I"$tree" -I"$cuda_include")
+g++ -std=c++17 "${optimize[@]}" "$here/host_compiler_check.cpp" -o "$build/host_compiler_check"
+if ! "$build/host_compiler_check" > /dev/null; then
+  "$build/host_compiler_check" >&2 || true
+  echo "emu/build.sh: $(g++ --version | head -1) miscompiles tests/emu/host_compiler_check.cpp with: ${optimize[*]}" >&2
+  exit 1
+fi
 
 # The library as an archive (a program pulls in only what it calls): every source of src/ and kernels/ (CUB and
 # Thrust calls go to the host stand-ins in shim/). Then the emulated runtime, the GPU tests' main and the
