@@ -142,43 +142,52 @@ inline Status set_shared_limit(const void* kernel, std::size_t bytes, const char
 // Dynamic shared memory per block with which `blocks_per_sm` blocks of `kernel` fit on one SM of the current
 // device: the SM's shared memory split evenly, less each block's reserved and static shared memory, and at most
 // what the kernel may use (dynamic_shared_max), rounded down to 128 bytes; 0 when that leaves nothing. Where it
-// is more than 0 the kernel's limit is raised (set_shared_limit). Cached per kernel, count and device: a launch
-// pays for the queries once.
+// is more than 0 the kernel's limit is raised (set_shared_limit) on every call: the size is cached per kernel,
+// count and device (a launch pays for the queries once), but the limit belongs to the context, and a
+// cudaDeviceReset leaves the next context's at the 48 KB default (FlashAttention and CUTLASS set it at every
+// launch too).
 inline Status shared_bytes_for_residency(const void* kernel, int blocks_per_sm, std::size_t& bytes) {
   int device = 0;
   Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
   if (s != Status::kSuccess) return s;
+  struct Fit {
+    std::size_t bytes;
+    std::size_t dynamic_max;
+  };
   static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, int>, std::size_t> cache;
+  static std::map<std::tuple<const void*, int, int>, Fit> cache;
   const auto key = std::make_tuple(kernel, blocks_per_sm, device);
+  Fit fit{};
+  bool cached = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
     const auto hit = cache.find(key);
     if (hit != cache.end()) {
-      bytes = hit->second;
-      return Status::kSuccess;
+      fit = hit->second;
+      cached = true;
     }
   }
-  int per_sm = 0, reserved = 0;
-  s = from_cuda(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device),
-                "cudaDeviceGetAttribute(MaxSharedMemoryPerMultiprocessor)");
-  if (s != Status::kSuccess) return s;
-  s = from_cuda(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device),
-                "cudaDeviceGetAttribute(ReservedSharedMemoryPerBlock)");
-  if (s != Status::kSuccess) return s;
-  std::size_t dynamic_max = 0, static_bytes = 0;
-  s = dynamic_shared_max(kernel, dynamic_max, static_bytes);
-  if (s != Status::kSuccess) return s;
-  const std::int64_t share = static_cast<std::int64_t>(per_sm) / std::max(1, blocks_per_sm) - reserved -
-                             static_cast<std::int64_t>(static_bytes);
-  const std::int64_t fitting = std::min<std::int64_t>(share, static_cast<std::int64_t>(dynamic_max)) / 128 * 128;
-  bytes = fitting > 0 ? static_cast<std::size_t>(fitting) : 0;
-  if (bytes > 0) {
-    s = set_shared_limit(kernel, bytes, dynamic_max, "shared_bytes_for_residency");
+  if (!cached) {
+    int per_sm = 0, reserved = 0;
+    s = from_cuda(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device),
+                  "cudaDeviceGetAttribute(MaxSharedMemoryPerMultiprocessor)");
     if (s != Status::kSuccess) return s;
+    s = from_cuda(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device),
+                  "cudaDeviceGetAttribute(ReservedSharedMemoryPerBlock)");
+    if (s != Status::kSuccess) return s;
+    std::size_t static_bytes = 0;
+    s = dynamic_shared_max(kernel, fit.dynamic_max, static_bytes);
+    if (s != Status::kSuccess) return s;
+    const std::int64_t share = static_cast<std::int64_t>(per_sm) / std::max(1, blocks_per_sm) - reserved -
+                               static_cast<std::int64_t>(static_bytes);
+    const std::int64_t fitting =
+        std::min<std::int64_t>(share, static_cast<std::int64_t>(fit.dynamic_max)) / 128 * 128;
+    fit.bytes = fitting > 0 ? static_cast<std::size_t>(fitting) : 0;
+    std::lock_guard<std::mutex> lock(mutex);
+    cache[key] = fit;
   }
-  std::lock_guard<std::mutex> lock(mutex);
-  cache[key] = bytes;
+  bytes = fit.bytes;
+  if (bytes > 0) return set_shared_limit(kernel, bytes, fit.dynamic_max, "shared_bytes_for_residency");
   return Status::kSuccess;
 }
 

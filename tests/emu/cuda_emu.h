@@ -250,14 +250,32 @@ struct LaunchConfig {
   dim3 block;
   std::size_t shared;
   cudaStream_t stream;
+  const void* kernel;  // whose cudaFuncSetAttribute limit the launch's shared memory is held to
 };
 inline LaunchConfig config(dim3 grid, dim3 block, std::size_t shared = 0, cudaStream_t stream = nullptr) {
-  return LaunchConfig{grid, block, shared, stream};
+  return LaunchConfig{grid, block, shared, stream, nullptr};
+}
+template <typename... P>
+LaunchConfig config_of(void (*kernel)(P...), LaunchConfig c) {
+  c.kernel = reinterpret_cast<const void*>(kernel);
+  return c;
+}
+// The same for a <<<>>> launch, whose kernel is a name: name_kernel() returns kernel_pointer(name). Where the name
+// is a template whose arguments only the launch's arguments deduce, that call does not compile, is_invocable
+// says so, and the launch names no kernel.
+template <typename... P, typename... X>
+const void* kernel_pointer(void (*kernel)(P...), X...) {
+  return reinterpret_cast<const void*>(kernel);
+}
+template <typename F>
+LaunchConfig config_named(F name_kernel, LaunchConfig c) {
+  if constexpr (std::is_invocable_v<F>) c.kernel = name_kernel();
+  return c;
 }
 
 // Runs (or, while its stream is captured, records) body() for every thread of the grid. The build rewrites
-// kernel<<<grid, block, shared, stream>>>(args) into launch_body("kernel", config(grid, block, shared, stream),
-// a lambda holding std::make_tuple(args) that calls kernel with them): the arguments are evaluated and copied at
+// kernel<<<grid, block, shared, stream>>>(args) into launch_body("kernel", config_named(kernel's pointer,
+// config(grid, block, shared, stream)), a lambda holding std::make_tuple(args) that calls kernel with them): the arguments are evaluated and copied at
 // the launch, as CUDA does (a captured graph replays those values), and every thread gets its own copy.
 // after_prior: launched as a programmatic dependent of the kernel before it; record: its writes are recorded for
 // the kernel after it (wait_for_prior_grid above).
@@ -274,7 +292,7 @@ template <typename... P, std::size_t... I>
 cudaError_t emu_launch_cooperative(void (*kernel)(P...), dim3 grid, dim3 block, void** args, std::size_t shared,
                                    cudaStream_t stream, std::index_sequence<I...>) {
   auto params = std::make_shared<std::tuple<std::decay_t<P>...>>(*static_cast<std::decay_t<P>*>(args[I])...);
-  ::emu::launch_body("cooperative kernel", ::emu::config(grid, block, shared, stream),
+  ::emu::launch_body("cooperative kernel", ::emu::config_of(kernel, ::emu::config(grid, block, shared, stream)),
                      [kernel, params] { std::apply(kernel, *params); }, true);
   return cudaPeekAtLastError();
 }

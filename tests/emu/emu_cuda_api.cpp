@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "cuda_emu.h"
@@ -32,6 +33,10 @@ struct Allocation {
 std::map<void*, Allocation> g_allocations;
 
 std::map<cudaEvent_t, std::chrono::steady_clock::time_point> g_event_times;
+
+// cudaFuncAttributeMaxDynamicSharedMemorySize per kernel, as set in this context (cudaDeviceReset clears it).
+std::mutex g_shared_limits_mutex;
+std::map<const void*, int> g_shared_limits;
 
 // Streams and events are names only (work runs at once, in order): distinct non-null values.
 std::uintptr_t next_handle() {
@@ -89,6 +94,12 @@ int sm_count() { return env_int("EMU_SMS", 132); }
 int shared_optin_bytes() { return env_int("EMU_SMEM_OPTIN", 232448); }
 int shared_per_sm_bytes() { return env_int("EMU_SMEM_PER_SM", 233472); }
 
+std::size_t dynamic_shared_limit(const void* kernel) {
+  std::lock_guard<std::mutex> lock(g_shared_limits_mutex);
+  const auto set = g_shared_limits.find(kernel);
+  return set == g_shared_limits.end() ? 49152 : static_cast<std::size_t>(set->second);
+}
+
 }  // namespace emu
 
 using emu::enqueue;
@@ -137,9 +148,20 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* props, int) {
   return cudaSuccess;
 }
 
-cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute attr, int value) {
-  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize && (value < 0 || value > emu::shared_optin_bytes()))
-    return set_error(cudaErrorInvalidValue);
+cudaError_t cudaFuncSetAttribute(const void* kernel, cudaFuncAttribute attr, int value) {
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
+  if (kernel == nullptr || value < 0 || value > emu::shared_optin_bytes()) return set_error(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(emu::g_shared_limits_mutex);
+  emu::g_shared_limits[kernel] = value;
+  return cudaSuccess;
+}
+
+// What of a reset the emulator models: the kernels' attributes go back to their defaults, as the primary
+// context they belonged to is destroyed. Device memory stays mapped (a GPU frees it; using it after is the
+// caller's bug, which this does not catch).
+cudaError_t cudaDeviceReset(void) {
+  std::lock_guard<std::mutex> lock(emu::g_shared_limits_mutex);
+  emu::g_shared_limits.clear();
   return cudaSuccess;
 }
 

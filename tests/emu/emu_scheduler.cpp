@@ -595,9 +595,14 @@ void launch_body(const char* name, const LaunchConfig& c, std::function<void()> 
     set_error(cudaErrorInvalidConfiguration);
     return;
   }
-  // The 48 KB default needs cudaFuncSetAttribute to go past; the emulator cannot tie a launch to its kernel's
-  // attribute, so it only holds the device's opt-in limit.
-  if (c.shared > static_cast<std::size_t>(shared_optin_bytes())) {
+  // Past the 48 KB default a kernel needs cudaFuncSetAttribute(MaxDynamicSharedMemorySize), in this context, as
+  // on a GPU. (A launch that does not name its kernel is held to the device's opt-in limit only.)
+  const std::size_t limit = c.kernel != nullptr ? dynamic_shared_limit(c.kernel)
+                                                : static_cast<std::size_t>(shared_optin_bytes());
+  if (c.shared > limit) {
+    if (std::getenv("EMU_TRACE") != nullptr)
+      std::fprintf(stderr, "emu: launch %s refused: %zu bytes of shared memory, the kernel's limit is %zu\n", name,
+                   c.shared, limit);
     set_error(cudaErrorInvalidValue);
     return;
   }

@@ -34,4 +34,8 @@ int sm_count();
 int shared_optin_bytes();
 int shared_per_sm_bytes();
 
+// The dynamic shared memory `kernel` may take in the current context: 48 KB unless cudaFuncSetAttribute
+// (MaxDynamicSharedMemorySize) raised it since the start or the last cudaDeviceReset, as on a GPU.
+std::size_t dynamic_shared_limit(const void* kernel);
+
 }  // namespace emu

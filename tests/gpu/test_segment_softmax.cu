@@ -2,7 +2,7 @@
 // offset types, D in {1, 3, 64, 1000}, every length regime plus power-law lengths and one row holding ~all of
 // 1M+ elements; rows around the local-finish and block-row limits; NaN and masked (-inf) inputs; spare rows past
 // offsets[batch] left untouched; bitwise determinism and batch invariance; streamed rows against the unit walk,
-// bitwise; a short workspace and malformed offsets (the
+// bitwise; launches after a cudaDeviceReset; a short workspace and malformed offsets (the
 // other argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
@@ -205,6 +205,24 @@ TEMPLATE_TEST_CASE("segment_softmax block rows, held in shared memory by one blo
     INFO("inner " << inner);
     check_softmax(test::random_ragged<T, OffsetT>(lengths, inner, rng, kSpareRows), rng);
   }
+}
+
+TEST_CASE("segment_softmax raises its shared-memory limit again after cudaDeviceReset", "[segment][gpu][reset]") {
+  // The second-pass kernel takes more than the 48 KB default for its block rows, so its launcher raises the
+  // kernel's limit (shared_bytes_for_residency, launch.cuh). The limit belongs to the context: after a reset the
+  // new context starts at the default, and a launcher that raised it once per process failed every launch after
+  // (cudaErrorInvalidValue). Block rows and local ones, before and after a reset, against the reference.
+  auto rng = test::make_rng(613);
+  const std::int64_t inner = 64;
+  const detail::SegmentGeometry g = detail::make_softmax_geometry(inner, 4, sizeof(float), false);
+  std::int64_t tokens = 0;
+  REQUIRE_OK((detail::segment_softmax_block_tokens<float, std::int32_t>(g, false, false, tokens)));
+  const std::int64_t local = g.local_finish_chunks * g.chunk_tokens;
+  REQUIRE(tokens > local);  // an H100 (or the emulated one) holds some
+  const std::vector<std::int64_t> lengths = {3, 0, tokens, local + 1, local};
+  check_softmax(test::random_ragged<float, std::int32_t>(lengths, inner, rng, kSpareRows), rng);
+  REQUIRE(cudaDeviceReset() == cudaSuccess);
+  check_softmax(test::random_ragged<float, std::int32_t>(lengths, inner, rng, kSpareRows), rng);
 }
 
 TEMPLATE_TEST_CASE("segment_softmax on the device: NaN and masked (-inf) inputs", "[segment][gpu]", F32_I32,

@@ -24,7 +24,7 @@ template <typename... Params, typename... Args>
 Status launch_after_prior(bool after_prior, const char* name, void (*kernel)(Params...), dim3 grid, dim3 block,
                           std::size_t shared, cudaStream_t stream, Args&&... args) {
   ::emu::launch_body(
-      name, ::emu::config(grid, block, shared, stream),
+      name, ::emu::config_of(kernel, ::emu::config(grid, block, shared, stream)),
       [kernel, emu_args = std::make_tuple(std::decay_t<Params>(std::forward<Args>(args))...)] {
         std::apply(kernel, emu_args);
       },
