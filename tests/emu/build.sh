@@ -34,8 +34,10 @@ find "$tree" \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.cpp' \)
   xargs -0 perl -0pi -e '
     s{^([ \t]*)((?:if \([^\n]*?\) |else )?)([^\n;]*?)<<<([^\n]*?)>>>\(([^;]*?)\);}{
       my ($indent, $kernel, $config, $args) = ($1 . $2, $3, $4, $5);
-      $indent . "::emu::launch_body(\"" . ($kernel =~ s/"/\\"/gr) . "\", ::emu::config_named([&](auto... emu_x) -> decltype(::emu::kernel_pointer($kernel, emu_x...)) { " .
-        "return ::emu::kernel_pointer($kernel, emu_x...); }, ::emu::config($config)), " .
+      my $named = "[&](auto... emu_x) -> decltype(::emu::kernel_pointer($kernel, emu_x...)) { " .
+                  "return ::emu::kernel_pointer($kernel, emu_x...); }";
+      $indent . "::emu::launch_body(\"" . ($kernel =~ s/"/\\"/gr) . "\", " .
+        "::emu::config_named($named, ::emu::config($config)), " .
         "[=, emu_args = std::make_tuple($args)] { std::apply([&](const auto&... a) { $kernel(a...); }, emu_args); });"
     }gme;
     s{asm\("ex2\.approx\.ftz\.f32 %0, %1;\\n" : "=f"\((\w+)\) : "f"\((\w+)\)\);}{$1 = ::emu::ex2_approx_ftz($2);}g;

@@ -275,8 +275,9 @@ LaunchConfig config_named(F name_kernel, LaunchConfig c) {
 
 // Runs (or, while its stream is captured, records) body() for every thread of the grid. The build rewrites
 // kernel<<<grid, block, shared, stream>>>(args) into launch_body("kernel", config_named(kernel's pointer,
-// config(grid, block, shared, stream)), a lambda holding std::make_tuple(args) that calls kernel with them): the arguments are evaluated and copied at
-// the launch, as CUDA does (a captured graph replays those values), and every thread gets its own copy.
+// config(grid, block, shared, stream)), a lambda holding std::make_tuple(args) that calls kernel with them):
+// the arguments are evaluated and copied at the launch, as CUDA does (a captured graph replays those values),
+// and every thread gets its own copy.
 // after_prior: launched as a programmatic dependent of the kernel before it; record: its writes are recorded for
 // the kernel after it (wait_for_prior_grid above).
 void launch_body(const char* name, const LaunchConfig& c, std::function<void()> body, bool cooperative = false,
