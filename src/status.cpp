@@ -36,6 +36,10 @@ Status fail(Status status, const std::string& message) {
 
 Status from_cuda(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return Status::kSuccess;
+  // The runtime also keeps a failed call's error as the thread's last error, which the next op's launch check
+  // (cudaGetLastError) would then report as its own kernel's failure. The Status below reports it, so it is taken
+  // back here. A sticky error (a fault in a kernel) stays in the context whatever this does.
+  cudaGetLastError();
   // No usable device (none visible, or no driver that can run this runtime): a state of the machine that a
   // caller may want to tell apart from a failing call.
   const bool no_device = error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver;

@@ -35,6 +35,9 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t count, cudaStream_t stream = nullptr) : count_(count), stream_(stream) {
     if (count_ > 0) {
+      if (count_ > static_cast<std::size_t>(-1) / sizeof(T))
+        throw Error(Status::kSizeOverflow, "DeviceBuffer: " + std::to_string(count_) + " elements of " +
+                                               std::to_string(sizeof(T)) + " bytes overflow size_t");
       void* ptr = nullptr;
       cuda_check(cudaMallocAsync(&ptr, count_ * sizeof(T), stream_), "cudaMallocAsync");
       data_ = static_cast<T*>(ptr);

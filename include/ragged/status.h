@@ -34,7 +34,8 @@ const char* last_error_message();
 Status fail(Status status, const std::string& message);
 
 // Turns a CUDA error into kCudaError (kNoDevice for cudaErrorNoDevice / cudaErrorInsufficientDriver) with a
-// message naming `what`; kSuccess for cudaSuccess.
+// message naming `what`; kSuccess for cudaSuccess. A failure also clears the runtime's last error
+// (cudaGetLastError), so that a later launch check does not report the same error again.
 Status from_cuda(cudaError_t error, const char* what);
 
 // Thrown by the owning convenience layer.

@@ -22,6 +22,7 @@
 #include "common/host_ragged.h"
 #include "common/test_util.h"
 #include "ragged/attention.h"
+#include "ragged/buffer.h"
 #include "ragged/convert.h"
 #include "ragged/offsets.h"
 #include "ragged/packing.h"
@@ -1027,4 +1028,20 @@ TEST_CASE("rnn_select_algo checks the description before looking at the device",
   REQUIRE(chosen == RnnAlgo::kPerStep);
   REQUIRE(std::string(rnn_algo_name(RnnAlgo::kPersistentStreamed)) == "persistent_streamed");
   REQUIRE(std::string(rnn_algo_name(static_cast<RnnAlgo>(9))) == "unknown");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// buffer.h (the owning layer)
+// ---------------------------------------------------------------------------------------------------------------
+
+TEST_CASE("DeviceBuffer refuses a count whose bytes overflow size_t, before any CUDA call", "[buffer][errors]") {
+  const std::size_t too_many = std::numeric_limits<std::size_t>::max() / sizeof(float) + 1;
+  try {
+    DeviceBuffer<float> buffer(too_many);
+    FAIL("DeviceBuffer<float>(" << too_many << ") did not throw");
+  } catch (const Error& e) {
+    INFO(e.what());
+    REQUIRE(e.status() == Status::kSizeOverflow);
+    REQUIRE(names(e.what(), std::to_string(too_many).c_str()));
+  }
 }

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -93,11 +94,26 @@ int env_int(const char* name, int fallback) {
 int sm_count() { return env_int("EMU_SMS", 132); }
 int shared_optin_bytes() { return env_int("EMU_SMEM_OPTIN", 232448); }
 int shared_per_sm_bytes() { return env_int("EMU_SMEM_PER_SM", 233472); }
+std::size_t global_memory_bytes() { return std::size_t{80} << 30; }
 
 std::size_t dynamic_shared_limit(const void* kernel) {
   std::lock_guard<std::mutex> lock(g_shared_limits_mutex);
   const auto set = g_shared_limits.find(kernel);
   return set == g_shared_limits.end() ? 49152 : static_cast<std::size_t>(set->second);
+}
+
+int resident_blocks(const void* kernel, int threads, std::size_t shared) {
+  constexpr int kThreadsPerSm = 2048, kMaxBlocksPerSm = 32, kReservedPerBlock = 1024;
+  if (threads <= 0 || threads > 1024) return 0;
+  // A kernel asking for more than its limit in this context cannot launch: the GPU answers 0 blocks too (CUTLASS
+  // raises the attribute before it asks).
+  if (kernel != nullptr && shared > dynamic_shared_limit(kernel)) return 0;
+  const int warp_threads = (threads + 31) / 32 * 32;
+  const std::int64_t by_shared = static_cast<std::int64_t>(shared_per_sm_bytes()) /
+                                 (static_cast<std::int64_t>(shared) + kReservedPerBlock);
+  const std::int64_t fitting = std::min<std::int64_t>(
+      {env_int("EMU_BLOCKS_PER_SM", 2), kThreadsPerSm / warp_threads, kMaxBlocksPerSm, by_shared});
+  return static_cast<int>(std::max<std::int64_t>(fitting, 0));
 }
 
 }  // namespace emu
@@ -141,7 +157,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* props, int) {
   props->minor = 0;
   props->multiProcessorCount = emu::sm_count();
   props->l2CacheSize = 50 << 20;
-  props->totalGlobalMem = std::size_t{80} << 30;
+  props->totalGlobalMem = emu::global_memory_bytes();
   props->sharedMemPerBlock = 49152;
   props->sharedMemPerBlockOptin = emu::shared_optin_bytes();
   props->maxThreadsPerBlock = 1024;
@@ -173,8 +189,10 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void*) {
   return cudaSuccess;
 }
 
-cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void*, int, size_t) {
-  *blocks = emu::env_int("EMU_BLOCKS_PER_SM", 2);
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* kernel, int threads,
+                                                          size_t shared) {
+  if (blocks == nullptr || threads <= 0) return set_error(cudaErrorInvalidValue);
+  *blocks = emu::resident_blocks(kernel, threads, shared);
   return cudaSuccess;
 }
 
@@ -194,6 +212,7 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorCooperativeLaunchTooLarge: return "too many blocks in cooperative launch";
     default: return "emulated CUDA error";
   }
 }
@@ -205,12 +224,14 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorCooperativeLaunchTooLarge: return "cudaErrorCooperativeLaunchTooLarge";
     default: return "cudaErrorUnknown";
   }
 }
 
 // Device memory ends at a guard page (16-byte aligned start), so running off the end faults at once.
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
+  if (bytes > emu::global_memory_bytes()) return set_error(cudaErrorMemoryAllocation);
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   const std::size_t rounded = (bytes + 15) / 16 * 16;
   const std::size_t data_pages = (rounded + page - 1) / page;

@@ -607,7 +607,9 @@ void launch_body(const char* name, const LaunchConfig& c, std::function<void()> 
     return;
   }
   const std::uint64_t blocks = std::uint64_t{c.grid.x} * c.grid.y * c.grid.z;
-  if (cooperative && blocks > static_cast<std::uint64_t>(sm_count()) * env_int("EMU_BLOCKS_PER_SM", 2)) {
+  if (cooperative && blocks > static_cast<std::uint64_t>(sm_count()) *
+                                  static_cast<std::uint64_t>(resident_blocks(c.kernel, static_cast<int>(threads),
+                                                                             c.shared))) {
     set_error(cudaErrorCooperativeLaunchTooLarge);
     return;
   }

@@ -33,9 +33,18 @@ void forget_kernel_writes();
 int sm_count();
 int shared_optin_bytes();
 int shared_per_sm_bytes();
+// Device memory: an allocation larger than this (an H100's 80 GiB) fails as cudaMalloc does on the GPU.
+std::size_t global_memory_bytes();
 
 // The dynamic shared memory `kernel` may take in the current context: 48 KB unless cudaFuncSetAttribute
 // (MaxDynamicSharedMemorySize) raised it since the start or the last cudaDeviceReset, as on a GPU.
 std::size_t dynamic_shared_limit(const void* kernel);
+
+// Blocks of `threads` threads and `shared` bytes of dynamic shared memory one SM holds at once: what the
+// occupancy query answers and what a cooperative grid must fit, SM count times this. Registers, which the
+// emulator does not allocate, are EMU_BLOCKS_PER_SM's cap (default 2); shared memory counts the GPU's 1 KB
+// reserved per block against EMU_SMEM_PER_SM, threads 2048 per SM in whole warps, and 0 where `shared` is past
+// the kernel's limit in this context. Static shared memory is not counted: the emulator cannot see it.
+int resident_blocks(const void* kernel, int threads, std::size_t shared);
 
 }  // namespace emu

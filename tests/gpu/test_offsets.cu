@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "common/test_util.h"
 #include "ragged/buffer.h"
@@ -124,6 +126,30 @@ TEST_CASE("offsets_to_lengths subtracts in 64 bits", "[offsets][gpu][errors]") {
   REQUIRE(got32[0] == std::numeric_limits<std::int32_t>::max());
   REQUIRE(got32[1] == std::numeric_limits<std::int32_t>::max());
   REQUIRE(got32[2] == std::numeric_limits<std::int32_t>::min());
+}
+
+TEST_CASE("an op after a failed allocation does not report that allocation's error", "[offsets][gpu][errors]") {
+  // 4 TiB, more than any GPU holds: cudaMallocAsync fails, and the runtime also keeps its error as the thread's
+  // last one, which offsets_to_lengths's launch check (cudaGetLastError) would take for its own kernel's.
+  try {
+    DeviceBuffer<float> huge(std::size_t{1} << 40);
+    FAIL("a 4 TiB DeviceBuffer was allocated");
+  } catch (const Error& e) {
+    INFO(e.what());
+    REQUIRE(e.status() == Status::kCudaError);
+    REQUIRE(std::string(e.what()).find("cudaMallocAsync") != std::string::npos);
+  }
+  REQUIRE(cudaPeekAtLastError() == cudaSuccess);
+
+  const std::vector<std::int32_t> offsets = {0, 3, 3, 7};
+  DeviceBuffer<std::int32_t> d_offsets(offsets);
+  DeviceBuffer<std::int32_t> d_lengths(3);
+  test::poison(d_lengths);
+  DeviceBuffer<unsigned char> one_byte(1);
+  std::size_t bytes = 0;
+  REQUIRE_OK(offsets_to_lengths(one_byte.data(), bytes, d_offsets.data(), 3, d_lengths.data(), nullptr));
+  REQUIRE_CUDA(cudaDeviceSynchronize());
+  REQUIRE(d_lengths.to_host() == std::vector<std::int32_t>{3, 0, 4});
 }
 
 TEMPLATE_TEST_CASE("offsets_to_lengths and max_length", "[offsets][gpu]", std::int32_t, std::int64_t) {
