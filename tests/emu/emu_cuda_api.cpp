@@ -95,6 +95,8 @@ int sm_count() { return env_int("EMU_SMS", 132); }
 int shared_optin_bytes() { return env_int("EMU_SMEM_OPTIN", 232448); }
 int shared_per_sm_bytes() { return env_int("EMU_SMEM_PER_SM", 233472); }
 std::size_t global_memory_bytes() { return std::size_t{80} << 30; }
+// Shared memory the GPU sets aside per resident block (cudaDevAttrReservedSharedMemoryPerBlock on sm_80 / sm_90).
+constexpr int kReservedSharedPerBlock = 1024;
 
 std::size_t dynamic_shared_limit(const void* kernel) {
   std::lock_guard<std::mutex> lock(g_shared_limits_mutex);
@@ -103,14 +105,14 @@ std::size_t dynamic_shared_limit(const void* kernel) {
 }
 
 int resident_blocks(const void* kernel, int threads, std::size_t shared) {
-  constexpr int kThreadsPerSm = 2048, kMaxBlocksPerSm = 32, kReservedPerBlock = 1024;
+  constexpr int kThreadsPerSm = 2048, kMaxBlocksPerSm = 32;
   if (threads <= 0 || threads > 1024) return 0;
   // A kernel asking for more than its limit in this context cannot launch: the GPU answers 0 blocks too (CUTLASS
   // raises the attribute before it asks).
   if (kernel != nullptr && shared > dynamic_shared_limit(kernel)) return 0;
   const int warp_threads = (threads + 31) / 32 * 32;
   const std::int64_t by_shared = static_cast<std::int64_t>(shared_per_sm_bytes()) /
-                                 (static_cast<std::int64_t>(shared) + kReservedPerBlock);
+                                 (static_cast<std::int64_t>(shared) + kReservedSharedPerBlock);
   const std::int64_t fitting = std::min<std::int64_t>(
       {env_int("EMU_BLOCKS_PER_SM", 2), kThreadsPerSm / warp_threads, kMaxBlocksPerSm, by_shared});
   return static_cast<int>(std::max<std::int64_t>(fitting, 0));
@@ -141,7 +143,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = emu::shared_optin_bytes(); return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerBlock: *value = 49152; return cudaSuccess;
     case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = emu::shared_per_sm_bytes(); return cudaSuccess;
-    case cudaDevAttrReservedSharedMemoryPerBlock: *value = 1024; return cudaSuccess;
+    case cudaDevAttrReservedSharedMemoryPerBlock: *value = emu::kReservedSharedPerBlock; return cudaSuccess;
     case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
     case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
     case cudaDevAttrCooperativeLaunch: *value = 1; return cudaSuccess;
