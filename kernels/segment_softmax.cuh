@@ -2,7 +2,8 @@
 //
 // Same row pass, plan and units as the reductions (segment_reduce.cuh), but a unit is one or a few register tiles
 // (geometry.sweeps): the warp loads them one after the other and folds each into the unit's statistic (max and
-// sum of exponentials forward, online; sum of dy * y, or of dy, backward). When the row is a single unit it then
+// sum of exponentials forward, online; sum of dy * y, or of dy, backward; a forward row of one tile takes the
+// max, then the sum, as the reference does: one_tile_statistic). When the row is a single unit it then
 // writes the result, from registers for the last tile and re-reading the others, which it read moments ago (L2):
 // one DRAM read and one write of the data. A row of several chunks stores per-chunk statistics, merged in the
 // same kernel by the row's merge tree (per column tile; the warp that completes a node's children merges them
@@ -149,6 +150,63 @@ __device__ __forceinline__ void accumulate_tile(typename Op::Stat& st, const flo
       st, [&](int i) { return x[i][v]; }, [&](int i) { return dy[i][v]; }, [](int) { return true; }, log);
 }
 
+// Forward, a row of one register tile (a unit's, or a stream's window's lines): the column's statistic in the
+// reference's two passes. The maximum M over the row (fmaxf: NaN skipped, carried by the sum instead), merged over
+// the phases, then the sum of exp(x - M), merged likewise, both handed to every lane of the column. Why: the online
+// statistic paid two exponentials per merge of two statistics (rescale) on top of each item's, and a tile's phases
+// merge in log2(phases) rounds per column: for bfloat16 rows of 1 to 4 tokens at D = 64 (4 phases, 8 columns a
+// lane) 32 exponentials per row against the row's 8 per lane; one round of that merge was 344 instructions of sm_90
+// SASS, run twice per row (the H200 run of a910134: 599 us for 64 MiB there, copy_frac 0.056). Here a merge is
+// one fmaxf or add. The order of each lane's items is the row's token order, whatever the path (unit or window),
+// and a merge commutes bitwise, so both paths give the same bits. (fmaxf(+0, -0) may return either zero, but M's
+// sign cannot show: exp(x - M) is the same, and (x - M) - log(sum) differs only for x = -0 with log(sum) = 0,
+// while a maximum reached by both zeros puts two items of exp(0) = 1 in the sum.) x(i, v): item i, column v of this lane; counts(i): whether item i counts (a window's: the row's
+// tokens; a unit's: every item, its pads being -inf).
+struct PhaseMax {
+  float m;
+  __device__ void merge(const PhaseMax& o) { m = fmaxf(m, o.m); }
+  __device__ PhaseMax shfl(int src) const { return PhaseMax{__shfl_sync(0xffffffffu, m, src)}; }
+};
+
+struct PhaseSum {
+  float s;
+  __device__ void merge(const PhaseSum& o) { s += o.s; }
+  __device__ PhaseSum shfl(int src) const { return PhaseSum{__shfl_sync(0xffffffffu, s, src)}; }
+};
+
+template <int N, int V, typename X, typename Counts>
+__device__ __forceinline__ void one_tile_statistic(ForwardStat (&st)[V], X x, Counts counts, const SegmentGeometry& g,
+                                                   const LaneSlot& slot) {
+  PhaseMax top[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    top[v].m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (counts(i)) top[v].m = fmaxf(top[v].m, x(i, v));
+  }
+  if (g.narrow) {
+    merge_phases(top, g, slot);
+#pragma unroll
+    for (int v = 0; v < V; ++v) top[v] = top[v].shfl(static_cast<int>(slot.vcol));
+  }
+  PhaseSum sum[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    sum[v].s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if (counts(i)) sum[v].s += expf(x(i, v) - top[v].m);
+  }
+  if (g.narrow) {
+    merge_phases(sum, g, slot);
+#pragma unroll
+    for (int v = 0; v < V; ++v) sum[v] = sum[v].shfl(static_cast<int>(slot.vcol));
+  }
+#pragma unroll
+  for (int v = 0; v < V; ++v) st[v] = ForwardStat{top[v].m, sum[v].s};
+}
+
 // A tiny row, by one lane: per column, the statistic (folded 4 tokens at a time, as a unit folds its register
 // tiles), then the writes. Its head (row_pass) holds tokens 0..3 of column 0, so at D = 1 a row of up to 4 tokens
 // is read once, by the row pass, and written from registers.
@@ -276,12 +334,14 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
   };
 
   // First pass: every tile, folded into the statistic. Second passes: only the last tile here (the write loop
-  // below starts with it). Either way the last tile is in registers afterwards.
+  // below starts with it). Either way the last tile is in registers afterwards. A forward row of one tile takes
+  // its statistic in two passes over the tile instead (one_tile_statistic), as a stream's window does.
+  const bool one_tile = !Op::kBackward && single && sweeps == 1 && !second_pass;
   typename Op::Stat st[V];
 #pragma unroll 1
   for (int s = second_pass ? sweeps - 1 : 0; s < sweeps; ++s) {
     load_tile(s);
-    if (!second_pass) {
+    if (!second_pass && !one_tile) {
 #pragma unroll
       for (int v = 0; v < V; ++v) accumulate_tile<Op, N, V>(st[v], x, dy, v, kLog);
     }
@@ -290,6 +350,11 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
 #pragma unroll
     for (int v = 0; v < V; ++v)
       if (slot.active) st[v] = Op::load(a.partial_a, a.partial_b, first_partial * D + slot.vcol * V + v);
+  } else if (one_tile) {
+    // Every item, pads included: a pad (-inf) adds exp(-inf - M) = +0, or NaN where M is -inf, i.e. where the
+    // column's real items are all -inf or NaN and its sum is NaN anyway; so the window's bits, which skip them.
+    if constexpr (!Op::kBackward)
+      one_tile_statistic<N, V>(st, [&](int i, int v) { return x[i][v]; }, [](int) { return true; }, g, slot);
   } else {
     if (g.narrow) {
       // Phase 0 merges the other phases (merge_phases), then hands the result back to them.
@@ -350,8 +415,9 @@ __device__ __forceinline__ bool fits_window(const SegmentGeometry& g, std::int64
 
 // Row r, which lies on lines k0 .. k1 - 1 of a stream's window (x, dy: this lane's vectors of the window's lines,
 // at element offsets base + k * 32 V; token: the token of this lane's vector on line 0), finished from registers
-// as normalize_unit finishes a one-chunk row: the statistic of this lane's tokens of the row, merge_phases'
-// tree, then the writes. The lane meets the tokens of normalize_unit's phase (token - begin) mod phases in the
+// as normalize_unit finishes a one-chunk row: the statistic of this lane's tokens of the row, merged over the
+// phases (forward: one_tile_statistic's two passes; backward: the sum, merge_phases' tree), then the writes. The
+// lane meets the tokens of normalize_unit's phase (token - begin) mod phases in the
 // same order; its phases are rotated by the row's start, which the tree does not see (a rotation maps each of its
 // levels of power-of-two pairs onto itself, and a merge of two statistics commutes bitwise), so the bits are
 // normalize_unit's.
@@ -368,16 +434,23 @@ __device__ __forceinline__ void normalize_window_row(const SegmentSoftmaxArgs<T,
   const unsigned length = static_cast<unsigned>(r.length);
   auto counts = [&](int k) { return k >= k0 && k < k1 && static_cast<unsigned>(at0 + k * g.phases) < length; };
   typename Op::Stat st[V];
+  const LaneSlot slot{vcol, phase, true};
+  if constexpr (Op::kBackward) {
 #pragma unroll
-  for (int v = 0; v < V; ++v) {
-    Op::template accumulate<U>(
-        st[v], [&](int k) { return to_float(x[k].v[v]); }, [&](int k) { return to_float(dy[k].v[v]); }, counts,
-        kLog);
+    for (int v = 0; v < V; ++v) {
+      Op::template accumulate<U>(
+          st[v], [&](int k) { return to_float(x[k].v[v]); }, [&](int k) { return to_float(dy[k].v[v]); }, counts,
+          kLog);
+    }
+    merge_phases(st, g, slot);
+#pragma unroll
+    for (int v = 0; v < V; ++v) st[v] = st[v].shfl(vcol);
+  } else {
+    one_tile_statistic<U, V>(st, [&](int k, int v) { return to_float(x[k].v[v]); }, counts, g, slot);
   }
-  merge_phases(st, g, LaneSlot{vcol, phase, true});
   typename Op::Scale scale[V];
 #pragma unroll
-  for (int v = 0; v < V; ++v) scale[v] = Op::prepare(st[v].shfl(vcol), kLog);
+  for (int v = 0; v < V; ++v) scale[v] = Op::prepare(st[v], kLog);
 #pragma unroll
   for (int k = 0; k < U; ++k) {
     if (!counts(k)) continue;

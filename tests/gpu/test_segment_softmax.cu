@@ -341,30 +341,40 @@ TEMPLATE_TEST_CASE("segment_softmax: streamed rows give the unit walk's bits", "
                    F32_I32, F16_I64, BF16_I32) {
   // At narrow D where 32 vectors are whole tokens the kernel streams the rows that fit a window of lines
   // (stream_softmax_rows) instead of walking them as units; its order is meant to be the unit walk's, so forward
-  // and backward results must agree bitwise.
+  // and backward results must agree bitwise. `ties`: values from {+0, -0, -inf, 1, -1} in 60% of the places, so
+  // that a column's maximum is often a signed zero reached in several phases (which fmaxf may return with
+  // either sign: the kernels make it +0) and masked items sit among the row's tokens.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(509);
   const RestoreStreaming restore;
+  const double specials[] = {0.0, -0.0, -std::numeric_limits<double>::infinity(), 1.0, -1.0};
+  std::uniform_int_distribution<int> pick(0, 9);
   for (std::int64_t inner : {1, 2, 8, 64}) {
     const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
     for (bool backward : {false, true})
       REQUIRE(detail::softmax_streams_rows(detail::make_softmax_geometry(inner, vec, sizeof(T), backward)));
     for (const LengthSet& set : length_sets(rng, inner)) {
-      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
-      const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
-      const DeviceRagged<T, OffsetT> dev(host);
-      const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
-      for (bool log : {false, true}) {
-        INFO((log ? "log-softmax" : "softmax"));
-        detail::set_segment_stream_enabled(true);
-        const std::vector<T> streamed = device_softmax(dev, log);
-        const std::vector<T> grad_streamed = device_softmax_backward(dev, log, streamed, dy);
-        detail::set_segment_stream_enabled(false);
-        const std::vector<T> walked = device_softmax(dev, log);
-        const std::vector<T> grad_walked = device_softmax_backward(dev, log, streamed, dy);
-        REQUIRE_BITWISE_EQUAL(streamed, walked);
-        REQUIRE_BITWISE_EQUAL(grad_streamed, grad_walked);
+      for (bool ties : {false, true}) {
+        INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner
+                         << (ties ? ", ties" : ""));
+        auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
+        if (ties)
+          for (T& value : host.values)
+            if (const int k = pick(rng); k < 6) value = test::round_to<T>(specials[k % 5]);
+        const DeviceRagged<T, OffsetT> dev(host);
+        const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
+        for (bool log : {false, true}) {
+          INFO((log ? "log-softmax" : "softmax"));
+          detail::set_segment_stream_enabled(true);
+          const std::vector<T> streamed = device_softmax(dev, log);
+          const std::vector<T> grad_streamed = device_softmax_backward(dev, log, streamed, dy);
+          detail::set_segment_stream_enabled(false);
+          const std::vector<T> walked = device_softmax(dev, log);
+          const std::vector<T> grad_walked = device_softmax_backward(dev, log, streamed, dy);
+          REQUIRE_BITWISE_EQUAL(streamed, walked);
+          REQUIRE_BITWISE_EQUAL(grad_streamed, grad_walked);
+        }
       }
     }
   }
