@@ -47,6 +47,23 @@ std::vector<T> device_softmax_backward(const DeviceRagged<T, OffsetT>& d, bool l
   return grad_in.to_host();
 }
 
+// Softmax and log-softmax, forward then backward (from the first run's y), with a library switch on and then
+// off (set_enabled(bool)): the two must agree bitwise.
+template <typename T, typename OffsetT, typename SetEnabled>
+void require_switch_keeps_bits(const DeviceRagged<T, OffsetT>& dev, const std::vector<T>& dy, SetEnabled set_enabled) {
+  for (bool log : {false, true}) {
+    INFO((log ? "log-softmax" : "softmax"));
+    set_enabled(true);
+    const std::vector<T> on = device_softmax(dev, log);
+    const std::vector<T> grad_on = device_softmax_backward(dev, log, on, dy);
+    set_enabled(false);
+    const std::vector<T> off = device_softmax(dev, log);
+    const std::vector<T> grad_off = device_softmax_backward(dev, log, on, dy);
+    REQUIRE_BITWISE_EQUAL(on, off);
+    REQUIRE_BITWISE_EQUAL(grad_on, grad_off);
+  }
+}
+
 // test::poison fills every byte with 0xff.
 template <typename T>
 bool is_poison(const T& v) {
@@ -364,17 +381,7 @@ TEMPLATE_TEST_CASE("segment_softmax: streamed rows give the unit walk's bits", "
             if (const int k = pick(rng); k < 6) value = test::round_to<T>(specials[k % 5]);
         const DeviceRagged<T, OffsetT> dev(host);
         const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
-        for (bool log : {false, true}) {
-          INFO((log ? "log-softmax" : "softmax"));
-          detail::set_segment_stream_enabled(true);
-          const std::vector<T> streamed = device_softmax(dev, log);
-          const std::vector<T> grad_streamed = device_softmax_backward(dev, log, streamed, dy);
-          detail::set_segment_stream_enabled(false);
-          const std::vector<T> walked = device_softmax(dev, log);
-          const std::vector<T> grad_walked = device_softmax_backward(dev, log, streamed, dy);
-          REQUIRE_BITWISE_EQUAL(streamed, walked);
-          REQUIRE_BITWISE_EQUAL(grad_streamed, grad_walked);
-        }
+        require_switch_keeps_bits(dev, dy, detail::set_segment_stream_enabled);  // streamed, then walked
       }
     }
   }
@@ -401,17 +408,7 @@ TEMPLATE_TEST_CASE("segment_softmax: the scalar row pass gives row_pass's bits",
           else if (nan(rng)) v = test::round_to<T>(std::numeric_limits<double>::quiet_NaN());
       const DeviceRagged<T, OffsetT> dev(host);
       const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
-      for (bool log : {false, true}) {
-        INFO((log ? "log-softmax" : "softmax"));
-        detail::set_segment_scalar_rows_enabled(true);
-        const std::vector<T> scalar = device_softmax(dev, log);
-        const std::vector<T> grad_scalar = device_softmax_backward(dev, log, scalar, dy);
-        detail::set_segment_scalar_rows_enabled(false);
-        const std::vector<T> generic = device_softmax(dev, log);
-        const std::vector<T> grad_generic = device_softmax_backward(dev, log, scalar, dy);
-        REQUIRE_BITWISE_EQUAL(scalar, generic);
-        REQUIRE_BITWISE_EQUAL(grad_scalar, grad_generic);
-      }
+      require_switch_keeps_bits(dev, dy, detail::set_segment_scalar_rows_enabled);  // scalar, then row_pass
     }
   }
 }
