@@ -160,8 +160,9 @@ __device__ __forceinline__ void accumulate_tile(typename Op::Stat& st, const flo
 // one fmaxf or add. The order of each lane's items is the row's token order, whatever the path (unit or window),
 // and a merge commutes bitwise, so both paths give the same bits. (fmaxf(+0, -0) may return either zero, but M's
 // sign cannot show: exp(x - M) is the same, and (x - M) - log(sum) differs only for x = -0 with log(sum) = 0,
-// while a maximum reached by both zeros puts two items of exp(0) = 1 in the sum.) x(i, v): item i, column v of this lane; counts(i): whether item i counts (a window's: the row's
-// tokens; a unit's: every item, its pads being -inf).
+// while a maximum reached by both zeros puts two items of exp(0) = 1 in the sum.) x(i, v): item i, column v of
+// this lane; counts(i): whether item i counts (a window's: the row's tokens; a unit's: every item, its pads being
+// -inf).
 struct PhaseMax {
   float m;
   __device__ void merge(const PhaseMax& o) { m = fmaxf(m, o.m); }
