@@ -359,8 +359,9 @@ TEMPLATE_TEST_CASE("segment_softmax: streamed rows give the unit walk's bits", "
   // At narrow D where 32 vectors are whole tokens the kernel streams the rows that fit a window of lines
   // (stream_softmax_rows) instead of walking them as units; its order is meant to be the unit walk's, so forward
   // and backward results must agree bitwise. `ties`: values from {+0, -0, -inf, 1, -1} in 60% of the places, so
-  // that a column's maximum is often a signed zero reached in several phases (which fmaxf may return with
-  // either sign: the kernels make it +0) and masked items sit among the row's tokens.
+  // that a column's maximum is often a zero of either sign reached in several phases (fmaxf may return either
+  // zero; one_tile_statistic says why the sign cannot reach an output) and masked items sit among the row's
+  // tokens.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(509);
