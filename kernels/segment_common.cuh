@@ -609,6 +609,15 @@ __device__ __forceinline__ void merge_phases(Acc (&acc)[V], const SegmentGeometr
   }
 }
 
+// merge_phases, then the phase-0 lane of each column hands the merged accumulators to the column's other lanes,
+// so that every lane of a narrow unit holds its column's result. Called by the whole warp.
+template <typename Acc, int V>
+__device__ __forceinline__ void merge_phases_to_all(Acc (&acc)[V], const SegmentGeometry& g, const LaneSlot& slot) {
+  merge_phases(acc, g, slot);
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = acc[v].shfl(static_cast<int>(slot.vcol));
+}
+
 // The columns [col0, col1) of column tile `tile` of a unit: all D when the warp spans them (narrow), else 32
 // vectors.
 __device__ __forceinline__ void tile_columns(const SegmentGeometry& g, std::int64_t tile, std::int64_t& col0,

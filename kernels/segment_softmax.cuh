@@ -56,10 +56,12 @@ struct ForwardStat {
   }
 };
 
-struct BackwardStat {
+// A float sum merged by an add: the backward statistic (the sum of dy * y, or of dy for log-softmax) and the
+// forward one-tile statistic's sum of exp(x - M) (one_tile_statistic).
+struct SumStat {
   float sum = 0.0f;
-  __device__ void merge(const BackwardStat& o) { sum += o.sum; }
-  __device__ BackwardStat shfl(int src) const { return BackwardStat{__shfl_sync(0xffffffffu, sum, src)}; }
+  __device__ void merge(const SumStat& o) { sum += o.sum; }
+  __device__ SumStat shfl(int src) const { return SumStat{__shfl_sync(0xffffffffu, sum, src)}; }
 };
 
 struct SoftmaxForward {
@@ -116,7 +118,7 @@ struct SoftmaxForward {
 
 // x holds y (the forward output), dy the incoming gradient.
 struct SoftmaxBackward {
-  using Stat = BackwardStat;
+  using Stat = SumStat;
   static constexpr bool kBackward = true;
   static constexpr int kFloatsPerLane = kSoftmaxBackwardFloatsPerLane;
 
@@ -169,12 +171,6 @@ struct PhaseMax {
   __device__ PhaseMax shfl(int src) const { return PhaseMax{__shfl_sync(0xffffffffu, m, src)}; }
 };
 
-struct PhaseSum {
-  float s;
-  __device__ void merge(const PhaseSum& o) { s += o.s; }
-  __device__ PhaseSum shfl(int src) const { return PhaseSum{__shfl_sync(0xffffffffu, s, src)}; }
-};
-
 template <int N, int V, typename X, typename Counts>
 __device__ __forceinline__ void one_tile_statistic(ForwardStat (&st)[V], X x, Counts counts, const SegmentGeometry& g,
                                                    const LaneSlot& slot) {
@@ -186,26 +182,17 @@ __device__ __forceinline__ void one_tile_statistic(ForwardStat (&st)[V], X x, Co
     for (int i = 0; i < N; ++i)
       if (counts(i)) top[v].m = fmaxf(top[v].m, x(i, v));
   }
-  if (g.narrow) {
-    merge_phases(top, g, slot);
-#pragma unroll
-    for (int v = 0; v < V; ++v) top[v] = top[v].shfl(static_cast<int>(slot.vcol));
-  }
-  PhaseSum sum[V];
+  if (g.narrow) merge_phases_to_all(top, g, slot);
+  SumStat sum[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) {
-    sum[v].s = 0.0f;
 #pragma unroll
     for (int i = 0; i < N; ++i)
-      if (counts(i)) sum[v].s += expf(x(i, v) - top[v].m);
+      if (counts(i)) sum[v].sum += expf(x(i, v) - top[v].m);
   }
-  if (g.narrow) {
-    merge_phases(sum, g, slot);
+  if (g.narrow) merge_phases_to_all(sum, g, slot);
 #pragma unroll
-    for (int v = 0; v < V; ++v) sum[v] = sum[v].shfl(static_cast<int>(slot.vcol));
-  }
-#pragma unroll
-  for (int v = 0; v < V; ++v) st[v] = ForwardStat{top[v].m, sum[v].s};
+  for (int v = 0; v < V; ++v) st[v] = ForwardStat{top[v].m, sum[v].sum};
 }
 
 // A tiny row, by one lane: per column, the statistic (folded 4 tokens at a time, as a unit folds its register
@@ -357,12 +344,7 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
     if constexpr (!Op::kBackward)
       one_tile_statistic<N, V>(st, [&](int i, int v) { return x[i][v]; }, [](int) { return true; }, g, slot);
   } else {
-    if (g.narrow) {
-      // Phase 0 merges the other phases (merge_phases), then hands the result back to them.
-      merge_phases(st, g, slot);
-#pragma unroll
-      for (int v = 0; v < V; ++v) st[v] = st[v].shfl(static_cast<int>(slot.vcol));
-    }
+    if (g.narrow) merge_phases_to_all(st, g, slot);
     if (!single) {
       // Store this chunk's statistics and climb the row's merge tree; its root leaves the row's statistics in
       // the first partial slot, for the local finish (the caller) or the second-pass kernel.
@@ -443,9 +425,7 @@ __device__ __forceinline__ void normalize_window_row(const SegmentSoftmaxArgs<T,
           st[v], [&](int k) { return to_float(x[k].v[v]); }, [&](int k) { return to_float(dy[k].v[v]); }, counts,
           kLog);
     }
-    merge_phases(st, g, slot);
-#pragma unroll
-    for (int v = 0; v < V; ++v) st[v] = st[v].shfl(vcol);
+    merge_phases_to_all(st, g, slot);
   } else {
     one_tile_statistic<U, V>(st, [&](int k, int v) { return to_float(x[k].v[v]); }, counts, g, slot);
   }
