@@ -568,6 +568,123 @@ __device__ __forceinline__ void scalar_row_pass(const SegmentLayout<OffsetT>& L,
   }
 }
 
+// The position of the n-th set bit of mask (n from 0; n < __popc(mask)): a binary search over its halves.
+__device__ __forceinline__ int nth_set_bit(unsigned mask, int n) {
+  int pos = 0;
+#pragma unroll
+  for (int width = kWarpSize / 2; width > 0; width >>= 1) {
+    const int below = __popc((mask >> pos) & ((1u << width) - 1u));
+    if (n >= below) {
+      n -= below;
+      pos += width;
+    }
+  }
+  return pos;
+}
+
+// The sum of the work of group `group`'s rows into group_work (the plan's entry), as row_pass sums it: a lane per
+// row, the rows without work (empty, or finished by the row pass) adding nothing. Called by the whole warp.
+template <typename OffsetT>
+__device__ __forceinline__ void write_group_work(const SegmentLayout<OffsetT>& L, std::int64_t group) {
+  constexpr int kBatches = GroupOffsets<OffsetT>::kBatches;
+  const int lane = lane_id();
+  const GroupOffsets<OffsetT> rows(L, group);
+  RowWork work;
+  bool long_rows = false;
+#pragma unroll
+  for (int j = 0; j < kBatches; ++j) {
+    const std::int64_t first = rows.first_row + j * kWarpSize;
+    if (first >= rows.end) break;  // warp-uniform
+    std::int64_t begin = 0, length = 0;
+    rows.extent(j, begin, length);
+    if (first + lane < rows.end && !is_tiny(length, L.geometry)) {
+      work = work + row_work(length, L.geometry);
+      long_rows = true;
+    }
+  }
+  if (__any_sync(0xffffffffu, long_rows))
+    for (int d = 1; d < kWarpSize; d <<= 1) work = work + shfl_row_work(work, lane ^ d);
+  if (lane == 0) L.group_work[group] = work;
+}
+
+// A short row's tokens of one vector column, held by its sub-warp lane (subwarp_row_pass): tokens 0 ..
+// kSubwarpRowTokens - 1 of the row; those past its length stay unset.
+template <typename T, int V>
+struct SubwarpColumn {
+  Vec<T, V> x[kSubwarpRowTokens];
+};
+
+// The loads are predicated, not branched around, so ptxas issues them together (sm_90: LDG.E.128 under predicates).
+template <typename T, int V>
+__device__ __forceinline__ SubwarpColumn<T, V> load_subwarp_column(const T* values, std::int64_t D,
+                                                                   std::int64_t begin, std::int64_t length, int col) {
+  SubwarpColumn<T, V> h;
+  const T* column = values + begin * D + static_cast<std::int64_t>(col) * V;
+#pragma unroll
+  for (int k = 0; k < kSubwarpRowTokens; ++k)
+    if (k < length) h.x[k] = *reinterpret_cast<const Vec<T, V>*>(column + k * D);
+  return h;
+}
+
+// The row pass of geometries with sub-warp rows (SegmentGeometry::subwarp_rows: D > 32, rows of at most
+// tiny_tokens = kSubwarpRowTokens tokens): a warp per batch of 32 rows (grid-stride), and per batch a sub-warp of
+// vcols lanes per empty or short row, 32 / vcols rows at once, lane `col` of a sub-warp vector column col. The
+// warp of a group's first batch also writes the group's entry of group_work (write_group_work); it zeroes the
+// arrival counters as row_pass does. kPasses rows per sub-warp are loaded before any is finished:
+// held = load(begin, length, col) for each (length >= 1; no stores, which would order the next loads behind
+// them), then finish(b, begin, length, col, held) for each, empty rows included (held unset). Why a batch per
+// warp, not a group as in row_pass: 131072 rows of 0..4 tokens at D = 64 are 1024 groups, a quarter of the
+// warps resident on an H200, each walking 64 rounds of loads; as batches, 4096 warps of 8 rounds.
+template <int kPasses, typename OffsetT, typename Load, typename Finish>
+__device__ __forceinline__ void subwarp_row_pass(const SegmentLayout<OffsetT>& L, Load load, Finish finish) {
+  allow_dependent_grid();  // as row_pass
+  using Held = decltype(load(std::int64_t{}, std::int64_t{}, int{}));
+  constexpr std::int64_t kBatchesPerGroup = kRowsPerGroup / kWarpSize;
+  const SegmentGeometry& g = L.geometry;
+  const int lane = lane_id();
+  const int vcols = static_cast<int>(g.vcols);
+  const int at_once = kWarpSize / vcols;  // rows a pass finishes
+  const int sub = lane / vcols, col = lane % vcols;
+  zero_arrivals(L);
+  const std::int64_t batches = (L.batch + kWarpSize - 1) / kWarpSize;
+  const std::int64_t warps = total_warps();
+  for (std::int64_t batch = global_warp(); batch < batches; batch += warps) {
+    if (L.prefetch_groups > 0) {
+      // The offsets of this warp's batch after next (as row_pass asks for its group's): its 33 offsets, a line of
+      // 128 bytes per lane.
+      constexpr int kPerLine = 128 / static_cast<int>(sizeof(OffsetT));
+      const std::int64_t at = (batch + 2 * warps) * kWarpSize + lane * kPerLine;
+      if (lane * kPerLine <= kWarpSize && at <= L.batch) prefetch_l2(L.offsets + at);
+    }
+    if (batch % kBatchesPerGroup == 0) write_group_work(L, batch / kBatchesPerGroup);
+    const std::int64_t b = batch * kWarpSize + lane;
+    std::int64_t begin = 0, length = 0;
+    if (b < L.batch) row_extent(L.offsets, b, L.nnz, begin, length);
+    unsigned rows = __ballot_sync(0xffffffffu, b < L.batch && is_tiny(length, g));
+    while (rows != 0) {  // warp-uniform
+      const int count = __popc(rows);
+      int src[kPasses];
+      std::int64_t row_begin[kPasses], row_length[kPasses];
+      Held held[kPasses];
+#pragma unroll
+      for (int p = 0; p < kPasses; ++p) {
+        const int n = p * at_once + sub;
+        src[p] = n < count ? nth_set_bit(rows, n) : -1;
+        const int from = src[p] < 0 ? lane : src[p];
+        row_begin[p] = __shfl_sync(0xffffffffu, begin, from);
+        row_length[p] = __shfl_sync(0xffffffffu, length, from);
+        if (src[p] >= 0 && row_length[p] > 0) held[p] = load(row_begin[p], row_length[p], col);
+      }
+#pragma unroll
+      for (int p = 0; p < kPasses; ++p)
+        if (src[p] >= 0) finish(batch * kWarpSize + src[p], row_begin[p], row_length[p], col, held[p]);
+      // Drop the rows just finished: the lowest kPasses * at_once set bits.
+      const int taken = kPasses * at_once;
+      rows = taken >= count ? 0u : rows & ~((1u << nth_set_bit(rows, taken)) - 1u);
+    }
+  }
+}
+
 // Which vector column and token phase a lane takes in a (chunk, tile) unit, and whether it reads at all
 // (segment_geometry.h describes the layout).
 struct LaneSlot {
@@ -756,7 +873,10 @@ template <typename Args, typename OffsetT>
 inline Status build_plan(void (*rows_kernel)(Args), const Args& args, const SegmentLayout<OffsetT>& L,
                          const char* kernel_name, cudaStream_t stream) {
   unsigned blocks = 0;
-  const std::int64_t warp_items = std::max(row_groups(L.batch), (arrival_words(L) + 1023) / 1024);
+  // A warp per group of rows (row_pass), or per batch of 32 (subwarp_row_pass).
+  const std::int64_t rows_per_warp = L.geometry.subwarp_rows ? kWarpSize : kRowsPerGroup;
+  const std::int64_t warp_items =
+      std::max((L.batch + rows_per_warp - 1) / rows_per_warp, (arrival_words(L) + 1023) / 1024);
   RAGGED_RETURN_IF_ERROR(persistent_grid(rows_kernel, warp_items, blocks));
   // The chain's first kernel: an ordinary launch (everything before the op is complete when it starts).
   RAGGED_RETURN_IF_ERROR(

@@ -3,7 +3,9 @@
 // row's own length, never on the other rows: that is what makes a row's result independent of its batch.
 //
 // - A row is "tiny" when it holds at most 32 elements (D <= 32): one lane finishes it on its own, in order, in
-//   the row pass (below).
+//   the row pass (below). Past D = 32, where 32 vectors are whole tokens (D / V lanes divide the warp), a row of
+//   at most kSubwarpRowTokens tokens is tiny too, and a sub-warp of D / V lanes finishes it, each lane one vector
+//   column in token order (subwarp_rows).
 // - Every other non-empty row is cut into chunks of `chunk_tokens` tokens, counted from the row's own start.
 //   A chunk is further cut into column tiles when D is wide. One warp reduces one (chunk, tile) unit.
 //     narrow (D / V <= 32 vectors): lane j reads vector column j % (D/V) of token j / (D/V) + phases * i,
@@ -41,7 +43,8 @@ struct SegmentGeometry {
   std::int64_t tiles = 1;         // column tiles of 32 vectors (wide) or 1
   std::int64_t sweeps = 1;        // register tiles per unit
   std::int64_t chunk_tokens = 1;  // tokens per unit: phases * items_per_lane * sweeps
-  std::int64_t tiny_tokens = 0;   // rows with 0 < length <= tiny_tokens take the lane-per-row path
+  std::int64_t tiny_tokens = 0;   // rows with 0 < length <= tiny_tokens are finished by the row pass
+  bool subwarp_rows = false;      // ... by a sub-warp of vcols lanes per row (D > 32), not a lane per row
   // Softmax: a row of 2 to local_finish_chunks chunks is written in the first pass (finishes_locally), longer
   // ones by a second pass; 1 for the reductions, which have no second pass.
   std::int64_t local_finish_chunks = 1;
@@ -55,10 +58,25 @@ struct SegmentGeometry {
   Divisor tile_divisor;
 };
 
+// Tokens of the rows a sub-warp finishes (SegmentGeometry::subwarp_rows): a lane holds one 16-byte vector of each,
+// 64 bytes, loaded at once. Why: the tiny-row regime at D = 64 (rows of 0 to 4 tokens) took a warp per row in the
+// first pass (a unit, or a row of a stream's window): its tokens spread over the warp's phases, merged by shuffles,
+// and a step to the next row, for 256 to 1024 bytes (H200, a910134: float sum 77 us, copy_frac 0.33; bfloat16
+// softmax 599 us, 0.056). A sub-warp has no merge, and a warp finishes 32 / vcols such rows at once.
+constexpr int kSubwarpRowTokens = 4;
+
+// Whether a geometry's short rows may take sub-warps: D > 32 (at most 32, a lane holds the whole row), narrow,
+// and 32 vectors are whole tokens, so that a warp holds a whole number of sub-warps.
+RAGGED_HOST_DEVICE bool subwarp_rows_fit(const SegmentGeometry& g) {
+  return g.inner > kWarpSize && g.narrow && kWarpSize % g.vcols == 0;
+}
+
 // items_per_lane: how many vectors one lane holds per register tile (a tile is about 32 * items * V elements);
-// a unit takes as many tiles as it needs to reach min_chunk_tokens tokens.
+// a unit takes as many tiles as it needs to reach min_chunk_tokens tokens. subwarp_rows: the op has a sub-warp
+// row pass (it takes one where subwarp_rows_fit).
 inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::int64_t items_per_lane,
-                                             std::int64_t local_finish_chunks = 1, std::int64_t min_chunk_tokens = 1) {
+                                             std::int64_t local_finish_chunks = 1, std::int64_t min_chunk_tokens = 1,
+                                             bool subwarp_rows = false) {
   SegmentGeometry g;
   g.inner = inner;
   g.vec = vec;
@@ -72,6 +90,10 @@ inline SegmentGeometry make_segment_geometry(std::int64_t inner, int vec, std::i
   g.chunk_divisor = Divisor(g.chunk_tokens);
   g.tile_divisor = Divisor(g.tiles);
   g.tiny_tokens = inner <= kWarpSize ? kWarpSize / (inner > 0 ? inner : 1) : 0;
+  if (subwarp_rows && subwarp_rows_fit(g)) {
+    g.subwarp_rows = true;
+    g.tiny_tokens = kSubwarpRowTokens;
+  }
   g.local_finish_chunks = local_finish_chunks;
   return g;
 }

@@ -44,6 +44,13 @@ void set_segment_prefetch_groups(int groups);
 bool segment_scalar_rows_enabled();
 void set_segment_scalar_rows_enabled(bool enabled);
 
+// Whether segment_reduce's and segment_softmax's (forward and backward) row pass finishes the rows of at most
+// kSubwarpRowTokens tokens at D > 32 with a sub-warp per row (subwarp_rows_fit, segment_geometry.h); on unless the
+// process started with RAGGED_SEGMENT_SUBWARP_ROWS=0 (those rows then take the first pass's streams and units, as
+// before 2026-11-29). Read when the geometry is made (src/segment_reduce.cpp). Not thread-safe to change, as above.
+bool segment_subwarp_rows_enabled();
+void set_segment_subwarp_rows_enabled(bool enabled);
+
 // Whether segment_softmax holds its block rows in shared memory (is_block_row: segment_geometry.h); on unless
 // the process started with RAGGED_SEGMENT_BLOCK_ROWS=0 (those rows then take the chunks and the second pass).
 // Not thread-safe to change, as above.
@@ -53,10 +60,11 @@ void set_segment_block_rows_enabled(bool enabled);
 // The softmax's geometry at vector width `vec`: its unit is one register tile of kSoftmax(Backward)FloatsPerLane
 // per lane, or several where that holds too few tokens (softmax_min_chunk_tokens). block_tokens stays 0: the
 // launcher sets it from the device (softmax_block_tokens below).
-inline SegmentGeometry make_softmax_geometry(std::int64_t inner, int vec, std::size_t elem_size, bool backward) {
+inline SegmentGeometry make_softmax_geometry(std::int64_t inner, int vec, std::size_t elem_size, bool backward,
+                                             bool subwarp_rows = false) {
   const int floats = backward ? kSoftmaxBackwardFloatsPerLane : kSoftmaxFloatsPerLane;
   return make_segment_geometry(inner, vec, floats / vec, kLocalFinishChunks,
-                               softmax_min_chunk_tokens(backward, elem_size));
+                               softmax_min_chunk_tokens(backward, elem_size), subwarp_rows);
 }
 
 // What every segment kernel reads: the ragged layout, its geometry and plan, and the partials scratch.

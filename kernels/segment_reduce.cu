@@ -1,5 +1,5 @@
 // The process-wide settings of the segment kernels (segment_launch.h): segment_reduce's and segment_softmax's
-// row streams and scalar row passes, and segment_reduce's L2 prefetch; the kernels are in segment_reduce.cuh and
+// row streams, scalar and sub-warp row passes, and segment_reduce's L2 prefetch; the kernels are in segment_reduce.cuh and
 // segment_softmax.cuh.
 #include <algorithm>
 
@@ -23,6 +23,13 @@ bool& segment_scalar_rows_setting() {
   return enabled;
 }
 
+// RAGGED_SEGMENT_SUBWARP_ROWS=0 in the environment starts a process whose short rows at D > 32 take the first
+// pass instead of the sub-warp row pass, to compare the two on a GPU.
+bool& segment_subwarp_rows_setting() {
+  static bool enabled = switch_from_environment("RAGGED_SEGMENT_SUBWARP_ROWS");
+  return enabled;
+}
+
 // RAGGED_SEGMENT_PREFETCH=N (0 .. 4) in the environment starts a process that prefetches N groups ahead (0: off).
 int& segment_prefetch_setting() {
   static int groups = setting_from_environment("RAGGED_SEGMENT_PREFETCH", kSegmentPrefetchGroups, 0,
@@ -36,6 +43,8 @@ bool segment_stream_enabled() { return segment_stream_setting(); }
 void set_segment_stream_enabled(bool enabled) { segment_stream_setting() = enabled; }
 bool segment_scalar_rows_enabled() { return segment_scalar_rows_setting(); }
 void set_segment_scalar_rows_enabled(bool enabled) { segment_scalar_rows_setting() = enabled; }
+bool segment_subwarp_rows_enabled() { return segment_subwarp_rows_setting(); }
+void set_segment_subwarp_rows_enabled(bool enabled) { segment_subwarp_rows_setting() = enabled; }
 int segment_prefetch_groups() { return segment_prefetch_setting(); }
 void set_segment_prefetch_groups(int groups) {
   segment_prefetch_setting() = std::min(std::max(groups, 0), kSegmentMaxPrefetchGroups);

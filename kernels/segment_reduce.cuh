@@ -373,6 +373,39 @@ struct StreamAccOf<ExtremeAcc<kMin>> {
   using type = ExtremeAcc<kMin, int>;
 };
 
+// The row pass of geometries with sub-warp rows (subwarp_row_pass, segment_common.cuh): lane col of a short row's
+// sub-warp adds its vector column's tokens in order, from StreamAccOf<Acc>{} (a 32-bit index), and writes the
+// column's results; an empty row gets empty_value and arg -1. The order is the CPU reference's (a column in token
+// order), not the first pass's (a row's tokens spread over phases, then merged). One row per sub-warp at a time
+// (64 bytes per lane in flight). Blocks per SM (ptxas, sm_90): 4 for float with int32 offsets (64 registers, no
+// spill), 3 for the others (at 4, bfloat16 spilled 28-132 bytes and float with int64 offsets 4); two rows at a time
+// spilled the float sum 12 bytes at 3 blocks (80 registers).
+template <typename T, typename OffsetT>
+constexpr int kSubwarpReduceBlocks = sizeof(T) == 4 && sizeof(OffsetT) == 4 ? 4 : 3;
+
+template <typename T, typename OffsetT, typename Acc, int V>
+__global__ void __launch_bounds__(kThreads, (kSubwarpReduceBlocks<T, OffsetT>))
+    segment_reduce_subwarp_rows_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
+  using Scalar = typename StreamAccOf<Acc>::type;
+  const std::int64_t D = a.layout.geometry.inner;
+  subwarp_row_pass<1>(
+      a.layout,
+      [&](std::int64_t begin, std::int64_t length, int col) {
+        return load_subwarp_column<T, V>(a.values, D, begin, length, col);
+      },
+      [&](std::int64_t b, std::int64_t, std::int64_t length, int col, const SubwarpColumn<T, V>& h) {
+        Scalar acc[V];
+#pragma unroll
+        for (int k = 0; k < kSubwarpRowTokens; ++k)
+          if (k < length) {
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[v].add(to_float(h.x[k].v[v]), k);
+          }
+#pragma unroll
+        for (int v = 0; v < V; ++v) write_result(a, b, col * V + v, acc[v], length);
+      });
+}
+
 // The row pass at D = 1 (scalar_row_pass, segment_common.cuh): the same bits as row_pass's, a tiny row added in
 // token order from Acc{} with a 32-bit index where max / min keep one (StreamAccOf). Its own kernel, held to 4
 // blocks per SM (ptxas, sm_90: 62-64 registers, no spill; at 5 blocks 12-32 bytes of spill), where row_pass's holds 3.
@@ -541,12 +574,21 @@ template <typename T, typename OffsetT, typename Acc, int V>
 Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream) {
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
-  // D = 1 with 32-bit indices: the scalar row pass (segment_reduce_scalar_rows_kernel), the same results.
-  RAGGED_RETURN_IF_ERROR(takes_scalar_rows(L)
-                             ? build_plan(&segment_reduce_scalar_rows_kernel<T, OffsetT, Acc>, a, L,
-                                          "segment_reduce_scalar_rows_kernel", stream)
-                             : build_plan(&segment_reduce_rows_kernel<T, OffsetT, Acc>, a, L,
-                                          "segment_reduce_rows_kernel", stream));
+  // D = 1 with 32-bit indices: the scalar row pass (segment_reduce_scalar_rows_kernel), the same results. Short
+  // rows at D > 32 (subwarp_rows, only at V > 1): the sub-warp row pass.
+  if (g.subwarp_rows) {
+    if constexpr (V > 1)
+      RAGGED_RETURN_IF_ERROR(build_plan(&segment_reduce_subwarp_rows_kernel<T, OffsetT, Acc, V>, a, L,
+                                        "segment_reduce_subwarp_rows_kernel", stream));
+    else
+      return fail(Status::kInvalidArgument, "segment_reduce: sub-warp rows without 16-byte vectors");
+  } else {
+    RAGGED_RETURN_IF_ERROR(takes_scalar_rows(L)
+                               ? build_plan(&segment_reduce_scalar_rows_kernel<T, OffsetT, Acc>, a, L,
+                                            "segment_reduce_scalar_rows_kernel", stream)
+                               : build_plan(&segment_reduce_rows_kernel<T, OffsetT, Acc>, a, L,
+                                            "segment_reduce_rows_kernel", stream));
+  }
   unsigned blocks = 0;
   // Work bounds known on the host: every row's units fit in (nnz / chunk + rows) * tiles.
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;

@@ -492,6 +492,80 @@ __device__ void stream_softmax_rows(const SegmentSoftmaxArgs<T, OffsetT>& a, std
   }
 }
 
+// A short row's x (and dy, backward) of one vector column, held by its sub-warp lane (subwarp_row_pass).
+template <typename T, int V>
+struct SubwarpXDy {
+  SubwarpColumn<T, V> x;
+  SubwarpColumn<T, V> dy;  // backward only
+};
+
+// A short row of `length` <= kSubwarpRowTokens tokens, finished by lane col of its sub-warp from registers: per
+// column the statistic (forward: one_tile_statistic's two passes in one lane, the max, then the sum of
+// exp(x - max); backward: accumulate's sum in token order), then the writes. Semantics are the first pass's (a
+// NaN, a column of only -inf or a +inf give NaN); the order is the CPU reference's, token by token.
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+__device__ __forceinline__ void normalize_subwarp_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t begin,
+                                                      std::int64_t length, int col, const SubwarpXDy<T, V>& h) {
+  constexpr int N = kSubwarpRowTokens;
+  const std::int64_t D = a.layout.geometry.inner;
+  auto counts = [&](int k) { return k < length; };
+  typename Op::Stat st[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    auto x = [&](int k) { return to_float(h.x.x[k].v[v]); };
+    if constexpr (Op::kBackward) {
+      Op::template accumulate<N>(st[v], x, [&](int k) { return to_float(h.dy.x[k].v[v]); }, counts, kLog);
+    } else {
+      float top = -INFINITY, sum = 0.0f;
+#pragma unroll
+      for (int k = 0; k < N; ++k)
+        if (counts(k)) top = fmaxf(top, x(k));
+#pragma unroll
+      for (int k = 0; k < N; ++k)
+        if (counts(k)) sum += expf(x(k) - top);
+      st[v] = ForwardStat{top, sum};
+    }
+  }
+  typename Op::Scale scale[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) scale[v] = Op::prepare(st[v], kLog);
+  T* out = a.out + begin * D + static_cast<std::int64_t>(col) * V;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    if (!counts(k)) continue;
+    float y[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      float dy = 0.0f;
+      if constexpr (Op::kBackward) dy = to_float(h.dy.x[k].v[v]);
+      y[v] = Op::template apply<kLog>(scale[v], to_float(h.x.x[k].v[v]), dy);
+    }
+    store_floats<T, V>(out + k * D, y);
+  }
+}
+
+// The row pass of geometries with sub-warp rows (subwarp_row_pass, segment_common.cuh): each short row read once
+// and written from registers by its sub-warp (normalize_subwarp_row); an empty row has no output. One row per
+// sub-warp at a time. Registers (ptxas, sm_90): float forward 68 at 3 blocks per SM; bfloat16 forward 96-101 and
+// backward 119-122 (float 86) at 2, where 3 spilled 24-48 bytes (forward) and two rows at a time 24-1496
+// (2 blocks).
+template <typename Op, typename T, typename OffsetT, int V, bool kLog>
+__global__ void __launch_bounds__(kThreads, Op::kBackward || sizeof(T) < 4 ? 2 : 3)
+    segment_softmax_subwarp_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
+  const std::int64_t D = a.layout.geometry.inner;
+  subwarp_row_pass<1>(
+      a.layout,
+      [&](std::int64_t begin, std::int64_t length, int col) {
+        SubwarpXDy<T, V> h;
+        h.x = load_subwarp_column<T, V>(a.x, D, begin, length, col);
+        if constexpr (Op::kBackward) h.dy = load_subwarp_column<T, V>(a.dy, D, begin, length, col);
+        return h;
+      },
+      [&](std::int64_t, std::int64_t begin, std::int64_t length, int col, const SubwarpXDy<T, V>& h) {
+        if (length > 0) normalize_subwarp_row<Op, T, OffsetT, V, kLog>(a, begin, length, col, h);
+      });
+}
+
 template <typename Op, typename T, typename OffsetT>
 __global__ void __launch_bounds__(kThreads)
     segment_softmax_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
@@ -728,12 +802,21 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t s
       (block_row_staging<Op, T, OffsetT, V, kLog>(a.layout.geometry, staging, a.layout.geometry.block_tokens)));
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
-  // D = 1 with 32-bit indices: the scalar row pass (segment_softmax_scalar_rows_kernel), the same results.
-  RAGGED_RETURN_IF_ERROR(takes_scalar_rows(L)
-                             ? build_plan(&segment_softmax_scalar_rows_kernel<Op, T, OffsetT>, a, L,
-                                          "segment_softmax_scalar_rows_kernel", stream)
-                             : build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L,
-                                          "segment_softmax_rows_kernel", stream));
+  // D = 1 with 32-bit indices: the scalar row pass (segment_softmax_scalar_rows_kernel), the same results. Short
+  // rows at D > 32 (subwarp_rows, only at V > 1): the sub-warp row pass.
+  if (g.subwarp_rows) {
+    if constexpr (V > 1)
+      RAGGED_RETURN_IF_ERROR(build_plan(&segment_softmax_subwarp_rows_kernel<Op, T, OffsetT, V, kLog>, a, L,
+                                        "segment_softmax_subwarp_rows_kernel", stream));
+    else
+      return fail(Status::kInvalidArgument, "segment_softmax: sub-warp rows without 16-byte vectors");
+  } else {
+    RAGGED_RETURN_IF_ERROR(takes_scalar_rows(L)
+                               ? build_plan(&segment_softmax_scalar_rows_kernel<Op, T, OffsetT>, a, L,
+                                            "segment_softmax_scalar_rows_kernel", stream)
+                               : build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L,
+                                            "segment_softmax_rows_kernel", stream));
+  }
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
   unsigned blocks = 0;
   const std::size_t shared = first_pass_shared_bytes(L.batch);

@@ -49,8 +49,9 @@
 #   RAGGED_BENCH_TIMEOUT       seconds per benchmark suite (default: 150)
 #   RAGGED_BENCH_ARGS          extra arguments for ragged_bench (e.g. --benchmark_filter=/tile:)
 #   RAGGED_BENCH_AB            library switches to A/B in the same run, NAME=VALUE words (default:
-#                              "RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0
-#                              RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0", newest first; "none"
+#                              "RAGGED_SEGMENT_SUBWARP_ROWS=0 RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0
+#                              RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0",
+#                              newest first; "none"
 #                              for none): after the PyTorch comparisons, RAGGED_BENCH_AB_SUITES run again with each
 #                              set, their benchmarks merged into bench.json as <name>/with:NAME=VALUE, and the targets
 #                              report gives each one's time against the default run's
@@ -85,8 +86,8 @@ torch_timeout=${RAGGED_TORCH_TIMEOUT:-240}
 bench_suites=${RAGGED_BENCH_SUITES:-convert_gpu segment_gpu attention_gpu rnn_gpu planner convert_cpu}
 deadline=${RAGGED_DEADLINE:-560}
 # Newest first: a run that reaches its deadline drops the last ones.
-default_ab="RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0
-RAGGED_SEGMENT_PREFETCH=0"
+default_ab="RAGGED_SEGMENT_SUBWARP_ROWS=0 RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0
+RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0"
 bench_ab=${RAGGED_BENCH_AB:-$default_ab}
 if [ "$bench_ab" = none ]; then bench_ab=""; fi
 bench_ab_suites=${RAGGED_BENCH_AB_SUITES:-segment_gpu}

@@ -39,10 +39,10 @@ start_time=$(date +%s)
 # Skipping the first launches leaves out the benchmark's warm-up and correctness call.
 cases=(
   "sum_tiny_d1;segment_gpu;segment_sum/ragged/uniform/inner:1/batch:8388608/mean:2/manual_time;regex:segment_reduce;4;2"
-  # Rows of 0..4 tokens at D = 64 are units, not tiny rows, one per row. Both ops stream them: the reduction
-  # reads its share's values in lines of 32 vectors and finishes each row as its last line passes; the softmax
-  # loads a window of lines from a row's start and finishes every row inside it from registers. Instructions per
-  # row and DRAM throughput against a RAGGED_SEGMENT_STREAM=0 profile show what each stream is worth.
+  # Rows of 0..4 tokens at D = 64: since 2026-11-29 the row pass finishes them, a sub-warp of D / V lanes per row
+  # (segment_*_subwarp_rows_kernel; the first pass then walks no unit). Instructions per row, issue activity and
+  # DRAM throughput of that launch; with RAGGED_SEGMENT_SUBWARP_ROWS=0 both ops stream them in the first pass
+  # instead (a warp per row), and RAGGED_SEGMENT_STREAM=0 on top walks them as units.
   "sum_tiny_d64;segment_gpu;segment_sum/ragged/uniform/inner:64/batch:131072/mean:2/manual_time;regex:segment_reduce;4;2"
   # D = 1, rows of ~256 floats: a unit per row in the first run (max at 0.54x CUB), now streamed too.
   "max_uniform_d1;segment_gpu;segment_max/ragged/uniform/inner:1/batch:65536/mean:256/manual_time;regex:segment_reduce;4;2"

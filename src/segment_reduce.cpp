@@ -118,8 +118,12 @@ int other_vector_width(std::int64_t inner, std::size_t elem_size, int vec) {
   return vec == 1 ? widest : 1;
 }
 
-Geometries reduce_geometry(std::int64_t inner, std::size_t elem_size, const void* values) {
-  auto make = [&](int vec) { return detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec); };
+// backward: segment_reduce_backward's (no sub-warp row pass: its tiny rows are a lane each, as before).
+Geometries reduce_geometry(std::int64_t inner, std::size_t elem_size, const void* values, bool backward = false) {
+  const bool subwarp = !backward && detail::segment_subwarp_rows_enabled();
+  auto make = [&](int vec) {
+    return detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec, 1, 1, subwarp);
+  };
   const int vec = detail::segment_vector_width(inner, elem_size, values);
   return {make(vec), make(other_vector_width(inner, elem_size, vec))};
 }
@@ -131,7 +135,8 @@ Geometries softmax_geometry(std::int64_t inner, std::size_t elem_size, const voi
   if (vec > 1 && ((second != nullptr && detail::segment_vector_width(inner, elem_size, second) != vec) ||
                   (out != nullptr && detail::segment_vector_width(inner, elem_size, out) != vec)))
     vec = 1;
-  auto make = [&](int v) { return detail::make_softmax_geometry(inner, v, elem_size, backward); };
+  const bool subwarp = detail::segment_subwarp_rows_enabled();
+  auto make = [&](int v) { return detail::make_softmax_geometry(inner, v, elem_size, backward, subwarp); };
   return {make(vec), make(other_vector_width(inner, elem_size, vec))};
 }
 
@@ -185,7 +190,7 @@ Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, 
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_in, shape.nnz * shape.inner, "grad_in"));
   if (is_extreme(op)) RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_arg, shape.batch * shape.inner, "arg"));
 
-  const SegmentGeometry g = reduce_geometry(shape.inner, sizeof(T), d_grad_in).g;  // no partials to size
+  const SegmentGeometry g = reduce_geometry(shape.inner, sizeof(T), d_grad_in, true).g;  // no partials to size
   detail::WorkspaceLayout layout(d_workspace);
   SegmentScratch scratch;
   RAGGED_RETURN_IF_ERROR(carve_plan(layout, shape.batch, scratch));

@@ -34,16 +34,19 @@ using ragged::detail::softmax_min_chunk_tokens;
 namespace {
 
 // Every geometry the library builds: reduce (256 floats per lane) and softmax (32 forward, 16 backward, with the
-// local finish and the minimum chunk of the element size), at vector width 1 and 16 bytes of float / half.
+// local finish and the minimum chunk of the element size), at vector width 1 and 16 bytes of float / half, with
+// and without the sub-warp row pass.
 std::vector<SegmentGeometry> all_geometries(std::int64_t inner) {
   std::vector<SegmentGeometry> gs;
   for (std::size_t elem_size : {4, 2}) {
     for (int vec : {1, static_cast<int>(16 / elem_size)}) {
       if (inner % vec != 0) continue;
-      gs.push_back(make_segment_geometry(inner, vec, 256 / vec));
-      for (bool backward : {false, true})
-        gs.push_back(make_segment_geometry(inner, vec, (backward ? 16 : 32) / vec, kLocalFinishChunks,
-                                           softmax_min_chunk_tokens(backward, elem_size)));
+      for (bool subwarp : {false, true}) {
+        gs.push_back(make_segment_geometry(inner, vec, 256 / vec, 1, 1, subwarp));
+        for (bool backward : {false, true})
+          gs.push_back(make_segment_geometry(inner, vec, (backward ? 16 : 32) / vec, kLocalFinishChunks,
+                                             softmax_min_chunk_tokens(backward, elem_size), subwarp));
+      }
     }
   }
   return gs;
@@ -92,10 +95,36 @@ TEST_CASE("segment geometry: lanes, phases and tiles cover D exactly once", "[se
         REQUIRE(g.tiles * 32 >= g.vcols);
         REQUIRE((g.tiles - 1) * 32 < g.vcols);
       }
-      // A tiny row fits one lane: at most 32 elements.
-      REQUIRE(g.tiny_tokens * inner <= 32);
-      REQUIRE((inner > 32) == (g.tiny_tokens == 0));
+      if (g.subwarp_rows) {
+        // Past D = 32, a short row's sub-warp is vcols lanes, and a warp holds whole sub-warps.
+        REQUIRE(inner > 32);
+        REQUIRE(g.narrow);
+        REQUIRE(32 % g.vcols == 0);
+        REQUIRE(g.tiny_tokens == ragged::detail::kSubwarpRowTokens);
+      } else {
+        // A tiny row fits one lane: at most 32 elements.
+        REQUIRE(g.tiny_tokens * inner <= 32);
+        REQUIRE((inner > 32) == (g.tiny_tokens == 0));
+      }
     }
+  }
+}
+
+TEST_CASE("segment geometry: which shapes take the sub-warp row pass", "[segment][geometry]") {
+  // D > 32, narrow, and 32 / vcols whole rows a warp: at 16-byte vectors D = 64 and 128 in float, 64 to 256 in
+  // half; never at vector width 1 (vcols = D > 32 is not narrow), nor where it was not asked for.
+  struct Case {
+    std::int64_t inner;
+    int vec;
+    bool subwarp;
+  };
+  const Case cases[] = {{32, 4, false}, {33, 1, false}, {48, 4, false}, {64, 4, true},  {64, 1, false},
+                        {96, 4, false}, {128, 4, true}, {256, 4, false}, {64, 8, true},  {128, 8, true},
+                        {256, 8, true}, {512, 8, false}, {40, 8, false}, {1000, 8, false}};
+  for (const Case& c : cases) {
+    INFO("D = " << c.inner << ", vec = " << c.vec);
+    REQUIRE(make_segment_geometry(c.inner, c.vec, 256 / c.vec, 1, 1, true).subwarp_rows == c.subwarp);
+    REQUIRE_FALSE(make_segment_geometry(c.inner, c.vec, 256 / c.vec).subwarp_rows);
   }
 }
 

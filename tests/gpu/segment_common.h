@@ -329,6 +329,25 @@ struct RestoreScalarRows {
   ~RestoreScalarRows() { detail::set_segment_scalar_rows_enabled(true); }
 };
 
+// The same for the sub-warp row pass of short rows at D > 32.
+struct RestoreSubwarpRows {
+  ~RestoreSubwarpRows() { detail::set_segment_subwarp_rows_enabled(true); }
+};
+
+// Lengths for the sub-warp row pass (rows of at most detail::kSubwarpRowTokens tokens at D > 32): mostly 0 to 4
+// tokens, with rows of 5 to 40 and a few of several chunks among them (for the first pass's plan), over several
+// groups of 128 rows, so that a batch of 32 holds any number of short rows.
+inline std::vector<std::int64_t> subwarp_lengths(std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> kind(0, 19);
+  std::uniform_int_distribution<std::int64_t> short_row(0, detail::kSubwarpRowTokens), medium(5, 40), long_row(41, 600);
+  std::vector<std::int64_t> lengths(std::uniform_int_distribution<std::size_t>(300, 700)(rng));
+  for (std::int64_t& l : lengths) {
+    const int k = kind(rng);
+    l = k < 16 ? short_row(rng) : k < 19 ? medium(rng) : long_row(rng);
+  }
+  return lengths;
+}
+
 // The same for the softmax's block rows.
 struct RestoreBlockRows {
   ~RestoreBlockRows() { detail::set_segment_block_rows_enabled(true); }

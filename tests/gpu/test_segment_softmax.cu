@@ -2,7 +2,7 @@
 // offset types, D in {1, 3, 64, 1000}, every length regime plus power-law lengths and one row holding ~all of
 // 1M+ elements; rows around the local-finish and block-row limits; NaN and masked (-inf) inputs; spare rows past
 // offsets[batch] left untouched; bitwise determinism and batch invariance; streamed rows against the unit walk,
-// bitwise; launches after a cudaDeviceReset; a short workspace and malformed offsets (the
+// bitwise; short rows at D > 32 in the sub-warp row pass; launches after a cudaDeviceReset; a short workspace and malformed offsets (the
 // other argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
@@ -366,6 +366,9 @@ TEMPLATE_TEST_CASE("segment_softmax: streamed rows give the unit walk's bits", "
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(509);
   const RestoreStreaming restore;
+  // Short rows at D = 64 take the sub-warp row pass by default: off here, so that the stream meets them too.
+  const RestoreSubwarpRows restore_subwarp;
+  detail::set_segment_subwarp_rows_enabled(false);
   const double specials[] = {0.0, -0.0, -std::numeric_limits<double>::infinity(), 1.0, -1.0};
   std::uniform_int_distribution<int> pick(0, 9);
   for (std::int64_t inner : {1, 2, 8, 64}) {
@@ -383,6 +386,46 @@ TEMPLATE_TEST_CASE("segment_softmax: streamed rows give the unit walk's bits", "
         const DeviceRagged<T, OffsetT> dev(host);
         const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
         require_switch_keeps_bits(dev, dy, detail::set_segment_stream_enabled);  // streamed, then walked
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_softmax: short rows at D > 32 in the sub-warp row pass", "[segment][gpu]", F32_I32,
+                   F16_I64, BF16_I32) {
+  // Rows of at most 4 tokens at D = 64, 128, 256 (where 16-byte vectors make 32 / vcols whole rows a warp) are
+  // read once and written from registers by a sub-warp of the row pass (segment_softmax_subwarp_rows_kernel),
+  // forward and backward. Against the reference with the pass on and off, on random values and on rows with
+  // fully masked (-inf) columns, masked items and NaN, whose outputs must be NaN as the reference's.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(991);
+  const RestoreSubwarpRows restore;
+  std::bernoulli_distribution masked(0.25), column_masked(0.1), nan(0.02);
+  for (std::int64_t inner : {64, 128, 256}) {
+    const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
+    bool fits = true;
+    for (bool backward : {false, true})
+      fits = fits && detail::make_softmax_geometry(inner, vec, sizeof(T), backward, true).subwarp_rows;
+    REQUIRE(fits == (inner / vec <= 32));  // float at D = 256 has 64 vectors a token: no sub-warp rows
+    if (!fits) continue;
+    for (bool special : {false, true}) {
+      INFO("inner " << inner << (special ? ", masked columns, masked items and NaN" : ", random values"));
+      auto host = test::random_ragged<T, OffsetT>(subwarp_lengths(rng), inner, rng, kSpareRows);
+      if (special)
+        for (std::int64_t b = 0; b < host.batch; ++b)
+          for (std::int64_t d = 0; d < inner; ++d) {
+            const bool whole = column_masked(rng);
+            for (std::int64_t i = 0; i < host.length(b); ++i) {
+              T& v = host.at(host.begin(b) + i, d);
+              if (whole || masked(rng)) v = test::round_to<T>(-std::numeric_limits<double>::infinity());
+              else if (nan(rng)) v = test::round_to<T>(std::numeric_limits<double>::quiet_NaN());
+            }
+          }
+      for (bool on : {true, false}) {
+        INFO((on ? "sub-warp rows" : "first pass"));
+        detail::set_segment_subwarp_rows_enabled(on);
+        check_softmax(host, rng);
       }
     }
   }
