@@ -26,6 +26,10 @@
 // `/code:warm` (both sizes, clean): the same with the kernels' code put back in L2 after the flush, untimed.
 // `floor` (4096 floats only, `/kernels:1` and `/kernels:2`): the launches with nothing but a one-block sum in
 // them (bench/reduce_chain_floor.h), what the small row costs any pipeline of one or of two launches.
+//
+// `floor/.../kind:subwarp` (sum and softmax on the tiny rows at D = 64, float and bfloat16): one kernel that gives
+// each row a sub-warp of D / V lanes and nothing else (bench/subwarp_row_floor.h): the floor of ragged's sub-warp
+// row pass on those rows, without its plan and first-pass launch.
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda_bf16.h>
@@ -44,6 +48,7 @@
 #include "bench/common/traffic.h"
 #include "bench/common/verify.h"
 #include "bench/reduce_chain_floor.h"
+#include "bench/subwarp_row_floor.h"
 #include "ragged/buffer.h"
 #include "ragged/convert.h"
 #include "ragged/reference_segment.h"
@@ -128,12 +133,13 @@ void set_case_counters(benchmark::State& state, const RaggedCase& c) {
   state.counters["batch"] = static_cast<double>(c.batch);
 }
 
-// RAGGED_BENCH_VERIFY (bench/common/verify.h): the ragged op's output against ragged's CPU reference on the
-// same inputs (a backward op's y or arg as the forward op produced them on the device).
+// RAGGED_BENCH_VERIFY (bench/common/verify.h): the ragged op's output (or the sub-warp floor's: `who`) against
+// ragged's CPU reference on the same inputs (a backward op's y or arg as the forward op produced them on the
+// device).
 template <typename T>
 void verify_ragged(benchmark::State& state, const SegCase& s, const DeviceBuffer<T>& values,
                    const DeviceBuffer<T>& y, const DeviceBuffer<T>& grad, const DeviceBuffer<std::int64_t>& arg,
-                   const DeviceBuffer<T>& out) {
+                   const DeviceBuffer<T>& out, const char* who = "ragged") {
   const RaggedCase& c = s.shape();
   const std::vector<T> x = values.to_host(), host_y = y.to_host(), dy = grad.to_host();
   const std::vector<std::int64_t> host_arg = arg.to_host();
@@ -156,7 +162,7 @@ void verify_ragged(benchmark::State& state, const SegCase& s, const DeviceBuffer
       reference::segment_softmax_backward(view, false, host_y.data(), dy.data(), want.data());
       break;
   }
-  check_against_reference(state, as_doubles(out.to_host()), as_doubles(want), verify_tolerance<T>(), "ragged");
+  check_against_reference(state, as_doubles(out.to_host()), as_doubles(want), verify_tolerance<T>(), who);
   if (s.op == SegOp::kArgMax && !state.error_occurred())
     check_against_reference(state, as_doubles(host_arg), as_doubles(want_arg), 0.0, "ragged argmax indices");
 }
@@ -226,6 +232,40 @@ void bench_ragged_typed(benchmark::State& state, const SegCase& s) {
 void bench_ragged(benchmark::State& state, const SegCase& s) {
   if (s.bf16) bench_ragged_typed<__nv_bfloat16>(state, s);
   else bench_ragged_typed<float>(state, s);
+}
+
+// The sub-warp row floor (bench/subwarp_row_floor.h) of a sum or softmax case, timed and counted as the ragged
+// case is (the same floor_bytes, so copy_frac compares).
+template <typename T>
+void bench_subwarp_floor_typed(benchmark::State& state, const SegCase& s) {
+  run_guarded(state, [&] {
+    const RaggedCase& c = s.shape();
+    cudaStream_t stream = GpuTimer::instance().stream();
+    const auto elements = static_cast<std::size_t>(c.tokens * c.inner);
+    const bool softmax = s.op == SegOp::kSoftmax;
+    DeviceBuffer<T> values(elements, stream);
+    DeviceBuffer<std::int32_t> offsets(c.offsets, stream);
+    DeviceBuffer<T> out(softmax ? elements : static_cast<std::size_t>(c.batch * c.inner), stream);
+    const DeviceBuffer<T> none(0, stream);
+    const DeviceBuffer<std::int64_t> no_arg(0, stream);
+    fill_uniform(values, 1.0f, 12345u, stream);
+    const SubwarpFloorOp op = softmax ? SubwarpFloorOp::kSoftmax : SubwarpFloorOp::kSum;
+    time_on_gpu(
+        state,
+        [&](cudaStream_t st) {
+          return launch_subwarp_row_floor(op, values.data(), offsets.data(), c.batch, c.inner, out.data(), st);
+        },
+        write_back_timing(s.op));
+    set_gpu_traffic(state, floor_bytes(s), static_cast<double>(values.bytes() + offsets.bytes() + out.bytes()));
+    set_case_counters(state, c);
+    if (verify_results() && !state.error_occurred())
+      verify_ragged(state, s, values, none, none, no_arg, out, "subwarp floor");
+  });
+}
+
+void bench_subwarp_floor(benchmark::State& state, const SegCase& s) {
+  if (s.bf16) bench_subwarp_floor_typed<__nv_bfloat16>(state, s);
+  else bench_subwarp_floor_typed<float>(state, s);
 }
 
 // RAGGED_BENCH_VERIFY: CUB's results against ragged's CPU reference, with CUB's own values for empty segments (0
@@ -427,6 +467,16 @@ bool has_padded(const SegCase& s) {
   return (s.op == SegOp::kSum || s.op == SegOp::kMax || is_softmax(s.op)) && padded_bytes < 4.0 * 1024 * kMiB;
 }
 
+// The sub-warp row floor: sum and softmax on the tiny rows (uniform lengths of 0 to 4 tokens) where D is past a
+// lane-per-row tiny row (D > 32) and its 16-byte vectors divide a warp. Not on longer rows: one sub-warp walks a
+// whole row there (a power-law row of 4096 tokens at D = 64 is 1024 dependent groups of loads).
+bool has_subwarp_floor(const SegCase& s) {
+  const RaggedCase& c = s.shape();
+  const bool tiny = c.distribution == LengthDistribution::kUniform && c.mean <= 4;
+  return (s.op == SegOp::kSum || s.op == SegOp::kSoftmax) && tiny && c.inner > 32 &&
+         subwarp_floor_fits(c.inner, s.elem_size());
+}
+
 // device_reduce's small case: a row of 16 KiB.
 constexpr std::int64_t kDeviceReduceFixedFloats = 4096;
 
@@ -558,6 +608,9 @@ void register_segment_gpu() {
       register_gpu_benchmark(case_name(s, "cub"), [shared](benchmark::State& st) { bench_cub(st, *shared); });
     if (has_padded(s))
       register_gpu_benchmark(case_name(s, "padded"), [shared](benchmark::State& st) { bench_padded(st, *shared); });
+    if (has_subwarp_floor(s))
+      register_gpu_benchmark(case_name(s, "floor") + "/kind:subwarp",
+                             [shared](benchmark::State& st) { bench_subwarp_floor(st, *shared); });
   }
 }
 
