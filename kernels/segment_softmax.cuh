@@ -546,9 +546,9 @@ __device__ __forceinline__ void normalize_subwarp_row(const SegmentSoftmaxArgs<T
 
 // The row pass of geometries with sub-warp rows (subwarp_row_pass, segment_common.cuh): each short row read once
 // and written from registers by its sub-warp (normalize_subwarp_row); an empty row has no output. One row per
-// sub-warp at a time. Registers (ptxas, sm_90): float forward 68 at 3 blocks per SM; bfloat16 forward 96-101 and
-// backward 119-122 (float 86) at 2, where 3 spilled 24-48 bytes (forward) and two rows at a time 24-1496
-// (2 blocks).
+// sub-warp at a time. Registers (ptxas, sm_90, no spills): the float forward 64-68 at 3 blocks per SM; at 2,
+// the half forward 80-84, bfloat16 forward 96-101, and the backward 80-86 (float), 89-96 (half), 119-122
+// (bfloat16). 3 blocks spilled 24-48 bytes in the 16-bit forward; two rows per sub-warp, 24-1496 at 2 blocks.
 template <typename Op, typename T, typename OffsetT, int V, bool kLog>
 __global__ void __launch_bounds__(kThreads, Op::kBackward || sizeof(T) < 4 ? 2 : 3)
     segment_softmax_subwarp_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
