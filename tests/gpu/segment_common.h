@@ -1,17 +1,7 @@
 // Shared by the segment_reduce / segment_softmax device tests: the type cases, the length sets, a device copy
-// of a host ragged tensor, the malformed offsets cases, the "naive same-precision" computations of the tolerance rule,
-// and the comparison against the CPU reference.
-//
-// Tolerance rule (after FlashAttention's): a result in T is accepted when
-//   (1) every element has |got - ref| <= float_bound + ulp_T(ref)  (the op accumulates in float, then rounds
-//       to T once), and
-//   (2) for half / bfloat16 also, over the whole output, max |got - ref| <= 2 * max |naive - ref| + ulp_T(max
-//       |ref|), where `naive` is the same op computed in T with a rounding after every operation.
-// ref is the double-precision CPU reference rounded to T; float_bound is a per-element bound on float
-// accumulation error that each test derives from the data (e.g. 1e-5 * sum |x| for a sum). Rule (2) takes the
-// maxima, as test_attention and test_rnn do, because one element's naive error is one draw: where a result
-// cancels to near zero the naive one can land on the reference by luck (seed 1795964898, log-softmax backward
-// in bfloat16: naive 0 against the reference's -5.8e-9, the kernel's float result -2.9e-8).
+// of a host ragged tensor, the malformed offsets cases, the "naive same-precision" computations that
+// compare_to_reference's tolerance rule (tests/common/tolerance.h) holds half and bfloat16 results to, and exact
+// comparisons.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -21,7 +11,6 @@
 #include <cstdint>
 #include <limits>
 #include <random>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -243,41 +232,6 @@ std::vector<T> naive_softmax_backward(const HostRagged<T, OffsetT>& shape, bool 
 // ---------------------------------------------------------------------------------------------------------
 // Comparison.
 // ---------------------------------------------------------------------------------------------------------
-
-// Checks got[k] against ref[k] for k in [begin, end) with the tolerance rule above. `naive_t` may be null
-// for float. Returns the first failure or "".
-template <typename T>
-std::string compare_to_reference(const std::vector<T>& got, const std::vector<T>& ref, const std::vector<T>* naive_t,
-                                 const std::vector<double>& float_bound, std::int64_t begin, std::int64_t end) {
-  std::ostringstream message;
-  message.precision(9);
-  double error = 0.0, naive_error = 0.0, magnitude = 0.0;
-  std::int64_t worst = -1;
-  for (std::int64_t k = begin; k < end; ++k) {
-    const double g = to_double(got[k]), r = to_double(ref[k]);
-    const double one_ulp = ulp_of<T>(r);
-    if (!within(g, r, float_bound[k] + one_ulp)) {
-      message << "element " << k << ": got " << g << ", reference " << r << ", float bound " << float_bound[k]
-              << ", ulp " << one_ulp;
-      return message.str();
-    }
-    if (naive_t == nullptr) continue;
-    // A naive result that overflowed or went NaN gives rule (2) nothing to measure here; rule (1) still holds.
-    const double n = to_double((*naive_t)[k]);
-    if (!std::isfinite(n) || !std::isfinite(r)) continue;
-    if (std::abs(g - r) > error) error = std::abs(g - r), worst = k;
-    naive_error = std::max(naive_error, std::abs(n - r));
-    magnitude = std::max(magnitude, std::abs(r));
-  }
-  const double allowed = 2.0 * naive_error + ulp_of<T>(magnitude);
-  if (worst >= 0 && error > allowed) {
-    message << "element " << worst << ": got " << to_double(got[worst]) << ", reference " << to_double(ref[worst])
-            << ": error " << error << " exceeds 2 x the naive error " << naive_error << " + ulp at max |ref| "
-            << magnitude;
-    return message.str();
-  }
-  return "";
-}
 
 // First k in [begin, end) where the values differ (NaN equals NaN, +0 equals -0), as a message, or "".
 template <typename T>

@@ -104,7 +104,7 @@ void check_all_ops(const HostRagged<T, OffsetT>& host, float empty_value, std::m
       std::vector<T> naive_t;
       if (is_low_precision<T>()) naive_t = naive_sum_or_mean(host, op, empty_value);
       const std::string failure =
-          compare_to_reference(got.out, ref, is_low_precision<T>() ? &naive_t : nullptr, bound, 0, count);
+          test::compare_to_reference(got.out, ref, is_low_precision<T>() ? &naive_t : nullptr, bound, 0, count);
       INFO(failure);
       REQUIRE(failure.empty());
       // Empty sequences give empty_value exactly.
@@ -120,7 +120,8 @@ void check_all_ops(const HostRagged<T, OffsetT>& host, float empty_value, std::m
     const std::vector<T> grad_got = device_reduce_backward(dev, op, grad_out, device_arg);
     const std::string failure =
         op == ReduceOp::kMean
-            ? compare_to_reference<T>(grad_got, grad_ref, nullptr, std::vector<double>(grad_ref.size(), 0.0), 0, used)
+            ? test::compare_to_reference<T>(grad_got, grad_ref, nullptr, std::vector<double>(grad_ref.size(), 0.0), 0,
+                                            used)
             : compare_values_exact(grad_got, grad_ref, 0, used);
     INFO("backward: " << failure);
     REQUIRE(failure.empty());

@@ -94,7 +94,8 @@ void check_softmax(const HostRagged<T, OffsetT>& host, std::mt19937_64& rng) {
     }
     std::vector<T> naive_t;
     if (is_low_precision<T>()) naive_t = naive_softmax(host, log);
-    std::string failure = compare_to_reference(got, ref, is_low_precision<T>() ? &naive_t : nullptr, bound, 0, used);
+    std::string failure =
+        test::compare_to_reference(got, ref, is_low_precision<T>() ? &naive_t : nullptr, bound, 0, used);
     INFO("forward: " << failure);
     REQUIRE(failure.empty());
     for (std::int64_t k = used; k < size && failure.empty(); ++k)
@@ -126,8 +127,8 @@ void check_softmax(const HostRagged<T, OffsetT>& host, std::mt19937_64& rng) {
     }
     std::vector<T> naive_grad;
     if (is_low_precision<T>()) naive_grad = naive_softmax_backward(host, log, ref, dy);
-    failure = compare_to_reference(grad_got, grad_ref, is_low_precision<T>() ? &naive_grad : nullptr, grad_bound, 0,
-                                   used);
+    failure = test::compare_to_reference(grad_got, grad_ref, is_low_precision<T>() ? &naive_grad : nullptr,
+                                         grad_bound, 0, used);
     INFO("backward: " << failure);
     REQUIRE(failure.empty());
   }
