@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 namespace ragged {
 namespace bench {
@@ -34,23 +37,48 @@ std::vector<std::int64_t> attention_lengths(std::int64_t max_len, std::int64_t b
   return lengths;
 }
 
-std::vector<AttentionCase> attention_cases(bool full, double length_scale) {
+AttentionMatrix attention_matrix(bool full) {
+  if (full) return AttentionMatrix::kFull;
+  const char* env = std::getenv("RAGGED_BENCH_ATTENTION");
+  const std::string value = env == nullptr ? "" : env;
+  if (value.empty() || value == "default") return AttentionMatrix::kDefault;
+  if (value == "targets") return AttentionMatrix::kTargets;
+  throw std::invalid_argument("RAGGED_BENCH_ATTENTION='" + value + "': expected 'default' or 'targets'");
+}
+
+std::vector<AttentionCase> attention_cases(AttentionMatrix matrix, double length_scale) {
   constexpr std::int64_t kSlots = 65536;
-  const std::vector<std::int64_t> max_lens =
-      full ? std::vector<std::int64_t>{1024, 2048, 4096, 8192, 128, 256, 512} : std::vector<std::int64_t>{4096, 512};
+  struct Shape {
+    std::int64_t max_len;
+    bool causal;
+  };
+  std::vector<Shape> shapes;
+  switch (matrix) {
+    case AttentionMatrix::kDefault:
+      shapes = {{4096, false}, {512, false}};
+      break;
+    case AttentionMatrix::kTargets:
+      for (const bool causal : {false, true})
+        for (const std::int64_t max_len : {1024, 4096, 8192}) shapes.push_back({max_len, causal});
+      shapes.push_back({512, false});
+      break;
+    case AttentionMatrix::kFull:
+      for (const bool causal : {false, true})
+        for (const std::int64_t max_len : {1024, 2048, 4096, 8192, 128, 256, 512}) shapes.push_back({max_len, causal});
+      break;
+  }
   std::vector<AttentionCase> cases;
-  for (const bool causal : full ? std::vector<bool>{false, true} : std::vector<bool>{false})
-    for (const std::int64_t max_len : max_lens)
-      for (const int pad : {0, 25, 50, 75}) {
-        AttentionCase c;
-        c.padding_percent = pad;
-        c.batch = kSlots / max_len;
-        c.max_len = std::max<std::int64_t>(1, std::llround(static_cast<double>(max_len) * length_scale));
-        c.causal = causal;
-        c.lengths = attention_lengths(c.max_len, c.batch, pad);
-        for (const std::int64_t l : c.lengths) c.tokens += l;
-        cases.push_back(std::move(c));
-      }
+  for (const Shape& shape : shapes)
+    for (const int pad : {0, 25, 50, 75}) {
+      AttentionCase c;
+      c.padding_percent = pad;
+      c.batch = kSlots / shape.max_len;
+      c.max_len = std::max<std::int64_t>(1, std::llround(static_cast<double>(shape.max_len) * length_scale));
+      c.causal = shape.causal;
+      c.lengths = attention_lengths(c.max_len, c.batch, pad);
+      for (const std::int64_t l : c.lengths) c.tokens += l;
+      cases.push_back(std::move(c));
+    }
   return cases;
 }
 

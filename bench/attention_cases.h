@@ -35,10 +35,22 @@ struct AttentionCase {
 // sum_b max(1, round(max_len * f_b)) as described above.
 std::vector<std::int64_t> attention_lengths(std::int64_t max_len, std::int64_t batch, int padding_percent);
 
-// The default matrix (full = false: max_len 4096 and 512, non-causal) or the long one (1k, 2k, 4k, 8k and
-// 128, 256, 512; causal and not). Every case holds 65536 token slots; length_scale < 1 (RAGGED_BENCH_SCALE's
-// square root) shortens the sequences and keeps the batch, so the names change with the lengths.
-std::vector<AttentionCase> attention_cases(bool full, double length_scale = 1.0);
+// Which shapes a run times:
+//   kDefault  max_len 4096 and 512, non-causal (8 cases: the kernel emulator's shrunk run times these)
+//   kTargets  what issue 5's targets are judged on: max_len 1024, 4096 and 8192, causal and not, and 512
+//             non-causal (28 cases; scripts/gpu-check.sh's default)
+//   kFull     1k, 2k, 4k, 8k and 128, 256, 512, causal and not (56 cases)
+enum class AttentionMatrix { kDefault, kTargets, kFull };
+
+// kFull when `full` (RAGGED_BENCH_FULL=1 or ragged_attention_io's --full); else RAGGED_BENCH_ATTENTION from the
+// environment: "targets" for kTargets, unset, empty or "default" for kDefault. Throws std::invalid_argument
+// naming any other value.
+AttentionMatrix attention_matrix(bool full);
+
+// The cases of `matrix`, each holding 65536 token slots, padded 0, 25, 50 and 75%. length_scale < 1
+// (RAGGED_BENCH_SCALE's square root) shortens the sequences and keeps the batch, so the names change with the
+// lengths.
+std::vector<AttentionCase> attention_cases(AttentionMatrix matrix, double length_scale = 1.0);
 
 }  // namespace bench
 }  // namespace ragged

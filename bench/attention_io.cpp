@@ -2,7 +2,8 @@
 // (PyTorch is on the GPU machine; this avoids Python bindings or a shared-library ABI).
 //
 //   ragged_attention_io cases [--full]   prints the benchmark cases of bench/attention_cases.h as JSON
-//                                        (RAGGED_BENCH_FULL=1 also selects the full matrix)
+//                                        (RAGGED_BENCH_FULL=1 also selects the full matrix, and
+//                                        RAGGED_BENCH_ATTENTION=targets the targets' one, as in ragged_bench)
 //   ragged_attention_io run DIR          reads DIR/meta.txt and the raw inputs, runs varlen_attention_forward,
 //                                        writes DIR/o.bin and DIR/lse.bin; exit code 0 on success
 //   ragged_attention_io reference DIR    the same through ragged's CPU reference (reference_attention.h) on
@@ -96,7 +97,7 @@ void run(const std::string& dir, const KeyValueFile& meta, bool on_host) {
 void print_cases(bool full) {
   std::ostringstream out;
   out << "{\"cases\": [";
-  const std::vector<ragged::bench::AttentionCase> cases = ragged::bench::attention_cases(full);
+  const auto cases = ragged::bench::attention_cases(ragged::bench::attention_matrix(full));
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
     out << (i ? ",\n" : "\n") << "  {\"name\": \"" << c.name() << "\", \"max_len\": " << c.max_len

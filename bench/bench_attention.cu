@@ -1,5 +1,6 @@
 // GPU benchmarks of attention forward (issue 5): bfloat16, heads 16, head_dim 128, over padding fractions
-// 0 / 25 / 50 / 75% (bench/attention_cases.h), long sequences (max_len 1k..8k) and short ones (<= 512).
+// 0 / 25 / 50 / 75%, long sequences (max_len 1k..8k) and short ones (<= 512): which lengths, and whether causal,
+// is the matrix RAGGED_BENCH_ATTENTION / RAGGED_BENCH_FULL pick (bench/attention_cases.h).
 //
 // Implementations (names attention/<impl>/<case>):
 //   ragged  ragged::varlen_attention_forward on the ragged tensors [tokens, heads, dim] (no padding anywhere)
@@ -211,7 +212,7 @@ void bench_cublas(benchmark::State& state, const AttentionCase& c) {
 }
 
 void register_attention_gpu() {
-  for (const AttentionCase& c : attention_cases(full_run(), std::sqrt(size_scale()))) {
+  for (const AttentionCase& c : attention_cases(attention_matrix(full_run()), std::sqrt(size_scale()))) {
     const auto shared = std::make_shared<const AttentionCase>(c);
     const std::string tail = "/" + c.name();
     register_gpu_benchmark("attention/ragged" + tail,

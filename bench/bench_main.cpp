@@ -5,6 +5,8 @@
 //
 //   ragged_bench                                   default suite
 //   RAGGED_BENCH_FULL=1 ragged_bench               every distribution x inner size x size class
+//   RAGGED_BENCH_ATTENTION=targets ragged_bench    attention at the shapes issue 5's targets are judged on
+//                                                  (bench/attention_cases.h; scripts/gpu-check.sh sets it)
 //   RAGGED_LENGTHS_FILE=lengths.txt ragged_bench   adds cases drawn from a file of lengths (one per line)
 //   ragged_bench --benchmark_filter=_cpu           the CPU suites only
 //   RAGGED_BENCH_SUITES=segment_gpu,planner ragged_bench

@@ -2,7 +2,9 @@
 # of the known implementations, and every baseline has a `ragged` case of the same name to pair with, so a
 # results table can always put the two side by side. Runs `ragged_bench --benchmark_list_tests`, which lists
 # the GPU suites without needing a GPU.
-#   cmake -DBENCH=<path of ragged_bench> -P check_names.cmake
+#   cmake -DBENCH=<path of ragged_bench> [-DEXPECT=<regex>;<regex>...] -P check_names.cmake
+# EXPECT: each regular expression must match at least one listed name (a matrix picked from the environment,
+# such as RAGGED_BENCH_ATTENTION=targets, holds the cases it promises).
 cmake_minimum_required(VERSION 3.25)
 execute_process(COMMAND ${BENCH} --benchmark_list_tests
   OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE rc)
@@ -41,6 +43,14 @@ foreach(op ragged_to_padded padded_to_ragged segment_sum segment_max segment_arg
            segment_softmax_backward rnn_lstm rnn_gru attention plan_batches)
   if(NOT op IN_LIST ops)
     string(APPEND problems "\n  no benchmark of '${op}' is listed")
+  endif()
+endforeach()
+
+foreach(pattern IN LISTS EXPECT)
+  set(matching ${names})
+  list(FILTER matching INCLUDE REGEX "${pattern}")
+  if(NOT matching)
+    string(APPEND problems "\n  no benchmark matches '${pattern}'")
   endif()
 endforeach()
 

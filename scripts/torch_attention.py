@@ -17,7 +17,9 @@ Correctness (bf16, f16, f32; head_dim 64 and 128; causal and not; GQA 8/2; query
   sdpa   torch's scaled_dot_product_attention per sequence (explicit bottom-right mask when L_q != L_k)
   pass:  max|ragged - ref| <= 2 * max(max|naive - ref|, max|sdpa - ref|) + half an ulp of the dtype at max|ref|,
          LSE within 1e-4 * (1 + |ref|), and rows that see no key give O = 0, LSE = -inf.
-Timing (bf16, heads 16, head_dim 128), names attention/<impl>/<case> as in ragged_bench:
+Timing (bf16, heads 16, head_dim 128), names attention/<impl>/<case> as in ragged_bench, of the matrix the
+environment picks there too (RAGGED_BENCH_ATTENTION=targets, as scripts/gpu-check.sh sets it, or
+RAGGED_BENCH_FULL=1 / --full; bench/attention_cases.h):
   torch_jagged      SDPA on nested jagged tensors (flash backend), no padding
   torch_varlen      FlashAttention-2's varlen forward as PyTorch ships it (aten::_flash_attention_forward with
                     cu_seqlens, the op under torch.nn.attention.varlen), no padding, no nested-tensor wrapping;
