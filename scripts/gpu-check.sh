@@ -56,9 +56,10 @@
 #                              set, their benchmarks merged into bench.json as <name>/with:NAME=VALUE, and the targets
 #                              report gives each one's time against the default run's
 #   RAGGED_BENCH_AB_SUITES     suites of those runs (default: segment_gpu)
-#   RAGGED_BENCH_AB_FILTER     --benchmark_filter of those runs (default: /ragged/, the rows the A/B table compares:
-#                              a switch of the library does not move the CUB, padded and floor baselines; "all" for
-#                              every benchmark; a --benchmark_filter in RAGGED_BENCH_ARGS is used instead)
+#   RAGGED_BENCH_AB_FILTER     --benchmark_filter of every one of those runs ("all": none; a --benchmark_filter in
+#                              RAGGED_BENCH_ARGS is used instead). Default: the ragged rows the switch can move
+#                              (ab_filter below), since the A/B table compares ragged rows only and a library switch
+#                              does not move the CUB, padded and floor baselines
 #   RAGGED_BENCH_ATTENTION     attention shapes of the benchmarks and of scripts/torch_attention.py, exported to both
 #                              (default: targets, the 28 cases issue 5's targets are judged on: max_len 1k, 4k, 8k
 #                              causal and not, and 512; "default" for ragged_bench's own 8; RAGGED_BENCH_FULL=1 takes
@@ -98,10 +99,22 @@ RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0"
 bench_ab=${RAGGED_BENCH_AB:-$default_ab}
 if [ "$bench_ab" = none ]; then bench_ab=""; fi
 bench_ab_suites=${RAGGED_BENCH_AB_SUITES:-segment_gpu}
-bench_ab_filter=${RAGGED_BENCH_AB_FILTER:-/ragged/}
-if [ "$bench_ab_filter" = all ] || [[ " ${RAGGED_BENCH_ARGS:-} " == *" --benchmark_filter"* ]]; then
-  bench_ab_filter=""
-fi
+# ab_filter SETTING: the --benchmark_filter of SETTING's A/B run (empty: every benchmark). By default the segment
+# suite's ragged rows SETTING can move (bench_segment.cu's names): the sub-warp row pass runs at D = 64 to 256
+# only, the scalar row pass at D = 1 only (device_reduce's rows are D = 1), block rows in the softmax only.
+ab_filter() {
+  if [[ " ${RAGGED_BENCH_ARGS:-} " == *" --benchmark_filter"* ]]; then return; fi
+  if [ -n "${RAGGED_BENCH_AB_FILTER:-}" ]; then
+    if [ "$RAGGED_BENCH_AB_FILTER" != all ]; then echo "$RAGGED_BENCH_AB_FILTER"; fi
+    return
+  fi
+  case "$1" in
+    RAGGED_SEGMENT_SUBWARP_ROWS=*) echo '/ragged/.*/inner:(64|128|256)/' ;;
+    RAGGED_SEGMENT_SCALAR_ROWS=*) echo '^device_reduce/ragged/|/ragged/.*/inner:1/' ;;
+    RAGGED_SEGMENT_BLOCK_ROWS=*) echo '^segment_(log_)?softmax(_backward)?/ragged/' ;;
+    *) echo '/ragged/' ;;
+  esac
+}
 export RAGGED_BENCH_ATTENTION=${RAGGED_BENCH_ATTENTION:-targets}
 if [ "$RAGGED_BENCH_ATTENTION" != targets ] && [ "$RAGGED_BENCH_ATTENTION" != default ]; then
   echo "gpu-check.sh: RAGGED_BENCH_ATTENTION: '$RAGGED_BENCH_ATTENTION' is not 'targets' or 'default'" >&2
@@ -187,8 +200,9 @@ bench_suite() {  # bench_suite FOLDER SUITE [SETTING]
     record "$label" "not run (deadline)" "-" "-"
     return 1
   fi
-  local ab_filter_args=()
-  if [ -n "$setting" ] && [ -n "$bench_ab_filter" ]; then ab_filter_args=(--benchmark_filter="$bench_ab_filter"); fi
+  local ab_filter_args=() filter_regex=""
+  if [ -n "$setting" ]; then filter_regex=$(ab_filter "$setting"); fi
+  if [ -n "$filter_regex" ]; then ab_filter_args=(--benchmark_filter="$filter_regex"); fi
   echo "== ragged_bench, suite $suite${setting:+ with $setting}${ab_filter_args[*]:+ (${ab_filter_args[*]})}" \
     "(timeout ${limit}s)" >>"$out/bench.log"
   # shellcheck disable=SC2086  # RAGGED_BENCH_ARGS is a list of arguments
