@@ -64,7 +64,8 @@ std::vector<AttentionCase> attention_cases(AttentionMatrix matrix, double length
       break;
     case AttentionMatrix::kFull:
       for (const bool causal : {false, true})
-        for (const std::int64_t max_len : {1024, 2048, 4096, 8192, 128, 256, 512}) shapes.push_back({max_len, causal});
+        for (const std::int64_t max_len : {1024, 2048, 4096, 8192, 128, 256, 512})
+          shapes.push_back({max_len, causal});
       break;
   }
   std::vector<AttentionCase> cases;
