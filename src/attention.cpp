@@ -120,7 +120,15 @@ Status check_args(const AttentionArgs<T, OffsetT>& a) {
   RAGGED_RETURN_IF_ERROR(check_heads<T>(a.k.data, a.k.token_stride, a.k.head_stride, rk, a.heads_kv, d, "k"));
   RAGGED_RETURN_IF_ERROR(check_heads<T>(a.v.data, a.v.token_stride, a.v.head_stride, rk, a.heads_kv, d, "v"));
   RAGGED_RETURN_IF_ERROR(check_heads<T>(a.o.data, a.o.token_stride, a.o.head_stride, rq, a.heads_q, d, "o"));
-  return detail::check_pointer(a.lse, 0, "lse");  // optional: null or aligned
+  RAGGED_RETURN_IF_ERROR(detail::check_pointer(a.lse, 0, "lse"));  // optional: null or aligned
+  // The grid's query-tile slots (attention_grid, checked again at the launch), so that the query refuses what
+  // the run would.
+  const int tile = query_tile_for(a);
+  const std::int64_t slots = tile > 0 ? rq / tile + a.batch : 0;
+  if (slots > std::numeric_limits<int>::max())
+    return fail(Status::kSizeOverflow, "attention: " + str(slots) + " query-tile slots (q rows / " + str(tile) +
+                                           " + batch) exceed the grid limit; split the batch");
+  return Status::kSuccess;
 }
 
 template <typename OffsetT>

@@ -2,7 +2,10 @@
 // error that names the unsupported type.
 #include "ragged/dynamic.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ragged/attention.h"
@@ -10,6 +13,7 @@
 #include "ragged/offsets.h"
 #include "ragged/packing.h"
 #include "ragged/rnn.h"
+#include "validate.h"
 
 namespace ragged {
 namespace dynamic {
@@ -19,22 +23,50 @@ Status unsupported(const char* op, const char* what, DType dtype) {
   return fail(Status::kUnsupportedDType, std::string(op) + ": no kernel for " + what + " " + dtype_name(dtype));
 }
 
+// The pad / fill value in the element type. An integer type takes it truncated toward zero; a value it cannot
+// hold (NaN, an infinity, out of range) is refused, where static_cast would be undefined behaviour.
 template <typename T>
-T convert_scalar(double v) {
-  if constexpr (std::is_same<T, half>::value) return __float2half(static_cast<float>(v));
-  else if constexpr (std::is_same<T, bfloat16>::value) return __float2bfloat16(static_cast<float>(v));
-  else if constexpr (std::is_same<T, bool>::value) return v != 0.0;
-  else return static_cast<T>(v);
+Status convert_scalar(double v, const char* op, const char* name, DType dtype, T& out) {
+  if constexpr (std::is_same<T, half>::value) {
+    out = __float2half(static_cast<float>(v));
+  } else if constexpr (std::is_same<T, bfloat16>::value) {
+    out = __float2bfloat16(static_cast<float>(v));
+  } else if constexpr (std::is_same<T, bool>::value) {
+    out = v != 0.0;
+  } else if constexpr (std::is_integral<T>::value) {
+    const double upper = std::ldexp(1.0, std::numeric_limits<T>::digits);  // 2^digits: exact in double
+    const double lower = std::is_signed<T>::value ? -upper : 0.0;
+    const double truncated = std::trunc(v);
+    if (!(truncated >= lower && truncated < upper))  // NaN fails both
+      return fail(Status::kInvalidArgument, std::string(op) + ": " + name + " = " + std::to_string(v) +
+                                                " does not fit " + dtype_name(dtype));
+    out = static_cast<T>(truncated);
+  } else {
+    out = static_cast<T>(v);
+  }
+  return Status::kSuccess;
+}
+
+// Calls f(IndexT{}) for an int32 / int64 `dtype`; `what` names the argument in the error ("offset type").
+template <typename F>
+Status with_index_type(DType dtype, const char* op, const char* what, F&& f) {
+  switch (dtype) {
+    case DType::kInt32: return f(std::int32_t{});
+    case DType::kInt64: return f(std::int64_t{});
+    default: return unsupported(op, what, dtype);
+  }
 }
 
 // Calls f(OffsetT{}) for the offset type of `dtype`.
 template <typename F>
 Status with_offset_type(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::kInt32: return f(std::int32_t{});
-    case DType::kInt64: return f(std::int64_t{});
-    default: return unsupported(op, "offset type", dtype);
-  }
+  return with_index_type(dtype, op, "offset type", f);
+}
+
+// Calls f(LengthT{}) for the length type of `dtype`.
+template <typename F>
+Status with_length_type(DType dtype, const char* op, F&& f) {
+  return with_index_type(dtype, op, "length type", f);
 }
 
 // Calls f(T{}) for the element types pack / unpack support: every type but bool.
@@ -119,7 +151,7 @@ Status lengths_to_offsets(void* d_workspace, std::size_t& workspace_bytes, DType
                           std::int64_t batch, DType offset_dtype, void* d_offsets, CheckResult* d_check,
                           cudaStream_t stream) {
   const char* op = "lengths_to_offsets";
-  return with_offset_type(length_dtype, op, [&](auto length_tag) {
+  return with_length_type(length_dtype, op, [&](auto length_tag) {
     using LengthT = decltype(length_tag);
     return with_offset_type(offset_dtype, op, [&](auto offset_tag) {
       using OffsetT = decltype(offset_tag);
@@ -136,9 +168,11 @@ Status ragged_to_padded(void* d_workspace, std::size_t& workspace_bytes, const R
     using OffsetT = decltype(offset_tag);
     return with_any_type(src.dtype, op, [&](auto value_tag) {
       using T = decltype(value_tag);
+      T pad{};
+      RAGGED_RETURN_IF_ERROR(convert_scalar(pad_value, op, "pad_value", src.dtype, pad));
       PaddedView<T> dst{static_cast<T*>(d_padded), src.batch, max_len, src.inner};
-      return ragged::ragged_to_padded(d_workspace, workspace_bytes, view_of<T, OffsetT>(src), dst,
-                                      convert_scalar<T>(pad_value), align, trunc, stream);
+      return ragged::ragged_to_padded(d_workspace, workspace_bytes, view_of<T, OffsetT>(src), dst, pad, align, trunc,
+                                      stream);
     });
   });
 }
@@ -154,8 +188,9 @@ Status padded_to_ragged(void* d_workspace, std::size_t& workspace_bytes, const v
       PaddedView<const T> src{static_cast<const T*>(d_padded), dst.batch, max_len, dst.inner};
       RaggedView<T, OffsetT> out{static_cast<T*>(d_values), static_cast<const OffsetT*>(dst.offsets), dst.batch,
                                  dst.nnz, dst.inner};
-      return ragged::padded_to_ragged(d_workspace, workspace_bytes, src, out, convert_scalar<T>(fill), align, trunc,
-                                      stream);
+      T fill_value{};
+      RAGGED_RETURN_IF_ERROR(convert_scalar(fill, op, "fill", dst.dtype, fill_value));
+      return ragged::padded_to_ragged(d_workspace, workspace_bytes, src, out, fill_value, align, trunc, stream);
     });
   });
 }
@@ -210,7 +245,7 @@ Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes,
 Status lengths_to_mask(void* d_workspace, std::size_t& workspace_bytes, DType length_dtype, const void* d_lengths,
                        std::int64_t batch, std::int64_t max_len, Align align, bool* d_mask, CheckResult* d_check,
                        cudaStream_t stream) {
-  return with_offset_type(length_dtype, "lengths_to_mask", [&](auto length_tag) {
+  return with_length_type(length_dtype, "lengths_to_mask", [&](auto length_tag) {
     using LengthT = decltype(length_tag);
     return ragged::lengths_to_mask(d_workspace, workspace_bytes, static_cast<const LengthT*>(d_lengths), batch,
                                    max_len, align, d_mask, d_check, stream);
@@ -221,7 +256,7 @@ Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes,
                                 const void* d_lengths, std::int64_t batch, std::int64_t max_len, Align align,
                                 DType mask_dtype, void* d_mask, CheckResult* d_check, cudaStream_t stream) {
   const char* name = "lengths_to_additive_mask";
-  return with_offset_type(length_dtype, name, [&](auto length_tag) {
+  return with_length_type(length_dtype, name, [&](auto length_tag) {
     using LengthT = decltype(length_tag);
     return with_float_type(mask_dtype, name, [&](auto mask_tag) {
       using T = decltype(mask_tag);

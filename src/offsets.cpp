@@ -101,6 +101,7 @@ template <typename OffsetT>
 Status validate_offsets_host(const OffsetT* offsets, std::int64_t batch, std::int64_t capacity,
                              std::int64_t expected_nnz) {
   RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
+  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(capacity, "capacity"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(offsets, batch + 1, "offsets"));
   auto at = [](std::int64_t i) { return "offsets[" + std::to_string(i) + "]"; };
   if (offsets[0] != 0)

@@ -79,15 +79,24 @@ bool add_tokens(std::int64_t& total, std::int64_t amount) {
 PlannedBatch make_batch(std::vector<std::int64_t> indices, std::int64_t max_len, std::int64_t real_tokens,
                         bool over_budget) {
   PlannedBatch batch;
-  batch.padded_tokens = static_cast<std::int64_t>(indices.size()) * max_len;  // <= budget or a lone sequence
   batch.indices = std::move(indices);
   batch.max_len = max_len;
   batch.real_tokens = real_tokens;
-  batch.padding_fraction =
-      batch.padded_tokens == 0 ? 0.0
-                               : 1.0 - static_cast<double>(real_tokens) / static_cast<double>(batch.padded_tokens);
   batch.over_budget = over_budget;
   return batch;
+}
+
+// Fills padded_tokens = size x max_len and the padding fraction; false when the product overflows int64 (the
+// padded mode's budget bounds it, the ragged mode's bounds only the real tokens).
+bool count_padding(PlannedBatch& batch) {
+  const std::int64_t size = static_cast<std::int64_t>(batch.indices.size());
+  if (batch.max_len > 0 && size > kInt64Max / batch.max_len) return false;
+  batch.padded_tokens = size * batch.max_len;
+  batch.padding_fraction =
+      batch.padded_tokens == 0
+          ? 0.0
+          : 1.0 - static_cast<double>(batch.real_tokens) / static_cast<double>(batch.padded_tokens);
+  return true;
 }
 
 // Greedy batching of one bucket, in the given order: a sequence joins the open batch while the budget and
@@ -169,7 +178,12 @@ Status plan_batches(const std::int64_t* lengths, std::int64_t count, const Plann
   }
   if (options.shuffle) seeded_shuffle(result.batches, rng);
 
-  for (const PlannedBatch& batch : result.batches) {
+  for (std::size_t b = 0; b < result.batches.size(); ++b) {
+    PlannedBatch& batch = result.batches[b];
+    if (!count_padding(batch))
+      return fail(Status::kSizeOverflow, "batch " + std::to_string(b) + ": " + std::to_string(batch.indices.size()) +
+                                             " sequences x max_len " + std::to_string(batch.max_len) +
+                                             " padded tokens exceed int64");
     if (!add_tokens(result.real_tokens, batch.real_tokens) || !add_tokens(result.padded_tokens, batch.padded_tokens))
       return fail(Status::kSizeOverflow, "the plan's total tokens exceed int64");
   }

@@ -121,6 +121,11 @@ Status check_args(const RnnArgs<T, OffsetT>& args) {
 
   const RaggedView<const T, OffsetT>& in = args.input;
   RAGGED_RETURN_IF_ERROR(detail::check_batch(in.batch, "input.batch"));
+  // The packing order counts active sequences per step in the offset type (packing_order would refuse it too,
+  // naming its own arguments).
+  if (in.batch > std::numeric_limits<OffsetT>::max())
+    return fail(Status::kSizeOverflow, "input.batch = " + std::to_string(in.batch) + " does not fit the " +
+                                           (sizeof(OffsetT) == 4 ? "int32" : "int64") + " offset type");
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(in.nnz, "input.nnz"));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(args.max_steps, "max_steps"));
   if (args.max_steps == std::numeric_limits<std::int64_t>::max())

@@ -26,15 +26,18 @@ using detail::RowWork;
 using detail::SegmentGeometry;
 using detail::SegmentLayout;
 
+// per_sequence: the op has a [batch, inner] output (or gradient of one), whose size is checked too; softmax's
+// are [nnz, inner], as the values.
 template <typename T, typename OffsetT>
-Status check_ragged(const RaggedView<const T, OffsetT>& v, bool needs_values, const char* op) {
+Status check_ragged(const RaggedView<const T, OffsetT>& v, bool needs_values, bool per_sequence, const char* op) {
   RAGGED_RETURN_IF_ERROR(detail::check_batch(v.batch, "batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(v.nnz, "nnz"));
   if (v.inner < 1)
     return fail(Status::kUnsupportedShape, std::string(op) + ": inner size " + std::to_string(v.inner) +
                                                " must be at least 1");
   RAGGED_RETURN_IF_ERROR(detail::check_product(v.nnz, v.inner, 1, sizeof(T), "values"));
-  RAGGED_RETURN_IF_ERROR(detail::check_product(v.batch, v.inner, 1, sizeof(std::int64_t), "output"));
+  if (per_sequence)
+    RAGGED_RETURN_IF_ERROR(detail::check_product(v.batch, v.inner, 1, sizeof(std::int64_t), "output"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(v.offsets, v.batch + 1, "offsets"));
   if (needs_values) RAGGED_RETURN_IF_ERROR(detail::check_pointer(v.values, v.nnz * v.inner, "values"));
   return Status::kSuccess;
@@ -150,7 +153,7 @@ Status segment_reduce(void* d_workspace, std::size_t& workspace_bytes, RaggedVie
                       ReduceOp op, T* d_out, std::int64_t* d_arg, float empty_value, cudaStream_t stream) {
   if (!is_valid_op(op))
     return fail(Status::kInvalidArgument, "segment_reduce: unknown ReduceOp " + std::to_string(static_cast<int>(op)));
-  RAGGED_RETURN_IF_ERROR(check_ragged(src, true, "segment_reduce"));
+  RAGGED_RETURN_IF_ERROR(check_ragged(src, true, true, "segment_reduce"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_out, src.batch * src.inner, "out"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_arg, 0, "arg"));  // optional: null or aligned
   if (d_arg != nullptr && !is_extreme(op))
@@ -185,7 +188,7 @@ Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, 
   if (!is_valid_op(op))
     return fail(Status::kInvalidArgument,
                 "segment_reduce_backward: unknown ReduceOp " + std::to_string(static_cast<int>(op)));
-  RAGGED_RETURN_IF_ERROR(check_ragged(shape, false, "segment_reduce_backward"));
+  RAGGED_RETURN_IF_ERROR(check_ragged(shape, false, true, "segment_reduce_backward"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_out, shape.batch * shape.inner, "grad_out"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_in, shape.nnz * shape.inner, "grad_in"));
   if (is_extreme(op)) RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_arg, shape.batch * shape.inner, "arg"));
@@ -208,7 +211,7 @@ Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, 
 template <typename T, typename OffsetT>
 Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> src, bool log,
                        T* d_out, cudaStream_t stream) {
-  RAGGED_RETURN_IF_ERROR(check_ragged(src, true, "segment_softmax"));
+  RAGGED_RETURN_IF_ERROR(check_ragged(src, true, false, "segment_softmax"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_out, src.nnz * src.inner, "out"));
   const Geometries gs = softmax_geometry(src.inner, sizeof(T), src.values, false, nullptr, d_out);
   const SegmentGeometry& g = gs.g;
@@ -231,7 +234,7 @@ Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, RaggedVi
 template <typename T, typename OffsetT>
 Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> shape,
                                 bool log, const T* d_out, const T* d_grad_out, T* d_grad_in, cudaStream_t stream) {
-  RAGGED_RETURN_IF_ERROR(check_ragged(shape, false, "segment_softmax_backward"));
+  RAGGED_RETURN_IF_ERROR(check_ragged(shape, false, false, "segment_softmax_backward"));
   const std::int64_t count = shape.nnz * shape.inner;
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_out, count, "out"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_out, count, "grad_out"));

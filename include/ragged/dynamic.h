@@ -37,7 +37,9 @@ Status lengths_to_offsets(void* d_workspace, std::size_t& workspace_bytes, DType
                           std::int64_t batch, DType offset_dtype, void* d_offsets, CheckResult* d_check,
                           cudaStream_t stream);
 
-// d_padded: [src.batch, max_len, src.inner] of src.dtype. pad_value is converted to the element type.
+// d_padded: [src.batch, max_len, src.inner] of src.dtype. pad_value is converted to the element type: rounded
+// for the floating types, nonzero -> true for bool, truncated toward zero for the integer types, where a value
+// the type cannot hold (NaN, an infinity, out of range) returns kInvalidArgument. padded_to_ragged's fill alike.
 Status ragged_to_padded(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& src, void* d_padded,
                         std::int64_t max_len, double pad_value, Align align, Truncate trunc, cudaStream_t stream);
 

@@ -55,7 +55,9 @@ struct BatchPlan {
 // the open batch while the budget (per `mode`) and max_batch_size allow, else a new batch begins. A sequence
 // longer than the budget forms a batch of its own with over_budget set. Fails on a negative length (naming its
 // index), a negative count, a null pointer, a non-positive budget, a negative max_batch_size, or unsorted /
-// non-positive bucket bounds (naming the bound); *plan is left unchanged on failure.
+// non-positive bucket bounds (naming the bound), or a token count past int64 (kSizeOverflow: in
+// ragged mode a batch's padded tokens, size x max_len, are not bounded by the budget); *plan is left unchanged
+// on failure.
 Status plan_batches(const std::int64_t* lengths, std::int64_t count, const PlannerOptions& options, BatchPlan* plan);
 
 // Throwing convenience form.

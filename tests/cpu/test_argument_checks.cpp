@@ -162,6 +162,9 @@ TEST_CASE("offsets ops reject bad arguments before any CUDA call", "[offsets][er
     REQUIRE_FAILS(validate_offsets_host(offsets, kInt64Max, 3), Status::kSizeOverflow, "batch");
     REQUIRE_FAILS(validate_offsets_host(shifted(offsets64, 4), 2, 3), Status::kInvalidArgument,
                   "offsets is not aligned");
+    // As the device version: a negative capacity is the argument's fault, not the offsets'.
+    REQUIRE_FAILS(validate_offsets_host(offsets, 2, -3), Status::kInvalidArgument, "capacity = -3");
+    REQUIRE_FAILS(validate_offsets_host(offsets, 0, -1), Status::kInvalidArgument, "capacity = -1");
   }
 }
 
@@ -679,6 +682,19 @@ TEMPLATE_TEST_CASE("segment_softmax reports bad arguments", "[segment][errors]",
                                            grad_in.data(), nullptr),
                   Status::kInvalidArgument, "grad_out is not aligned");
   }
+  SECTION("no [batch, inner] size is checked: softmax's outputs are [nnz, inner]") {
+    // batch x inner x 8 bytes overflows int64 (a reduction's output would), nnz x inner does not: the call gets
+    // past the size checks to the next argument, the null output.
+    auto view = good;
+    view.batch = std::int64_t{1} << 27;
+    view.nnz = 1;
+    view.inner = std::int64_t{1} << 36;
+    REQUIRE_FAILS((segment_softmax<float, OffsetT>(nullptr, bytes, view, false, nullptr, nullptr)),
+                  Status::kNullPointer, "out is null");
+    REQUIRE_FAILS((segment_softmax_backward<float, OffsetT>(nullptr, bytes, view, false, nullptr, grad_out.data(),
+                                                            grad_in.data(), nullptr)),
+                  Status::kNullPointer, "out is null");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -763,6 +779,8 @@ TEST_CASE("attention rejects bad arguments", "[attention][errors]") {
       {"negative head stride", Status::kInvalidArgument, "v: strides", [](auto& a) { a.v.head_stride = -64; }},
       {"misaligned o", Status::kInvalidArgument, "o must be 16-byte aligned", [](auto& a) { a.o.data = a.o.data + 1; }},
       {"misaligned q", Status::kInvalidArgument, "q must be 16-byte aligned", [](auto& a) { a.q.data = a.q.data + 4; }},
+      {"query-tile slots past the grid (rows / tile + batch)", Status::kSizeOverflow, "query-tile slots",
+       [](auto& a) { a.batch = std::int64_t{1} << 31; }},
       {"heads_q > 65535", Status::kUnsupportedShape, "65535",
        [](auto& a) {
          a.heads_q = 70000;
@@ -923,6 +941,9 @@ TEST_CASE("rnn_forward rejects bad arguments", "[rnn][errors]") {
     a = good;
     a.input.batch = kMaxBatch + 1;
     REQUIRE_FAILS(query(a), Status::kSizeOverflow, "input.batch");
+    a = good;
+    a.input.batch = std::int64_t{1} << 31;  // int32 offsets count the active sequences per step in int32
+    REQUIRE_FAILS(query(a), Status::kSizeOverflow, "input.batch = 2147483648 does not fit the int32 offset type");
     a = good;
     a.max_steps = kInt64Max;
     REQUIRE_FAILS(query(a), Status::kSizeOverflow, "max_steps");

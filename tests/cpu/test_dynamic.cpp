@@ -1,7 +1,10 @@
 // The run-time typed entry points reject unsupported types before touching the device, naming the type.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "common/test_util.h"
 #include "ragged/dynamic.h"
@@ -26,9 +29,62 @@ TEST_CASE("dynamic entry points name an unsupported dtype", "[dynamic][errors]")
   REQUIRE(std::string(last_error_message()) == "ragged_to_padded: no kernel for offset type float16");
   REQUIRE(dynamic::lengths_to_offsets(nullptr, bytes, DType::kUInt8, nullptr, 0, DType::kInt32, nullptr, nullptr,
                                       nullptr) == Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "lengths_to_offsets: no kernel for length type uint8");
   REQUIRE(dynamic::lengths_to_offsets(nullptr, bytes, DType::kInt32, nullptr, 0, DType::kBool, nullptr, nullptr,
                                       nullptr) == Status::kUnsupportedDType);
   REQUIRE(std::string(last_error_message()) == "lengths_to_offsets: no kernel for offset type bool");
+}
+
+TEST_CASE("dynamic conversions refuse a pad or fill value the element type cannot hold", "[dynamic][errors]") {
+  // Host buffers stand in for device ones: every failure below comes before the first CUDA call.
+  const std::vector<std::int64_t> offsets = {0, 1, 3};
+  std::vector<std::int32_t> values(3), padded(4);
+  dynamic::RaggedDesc desc;
+  desc.values = values.data();
+  desc.offsets = offsets.data();
+  desc.batch = 2;
+  desc.nnz = 3;
+  desc.inner = 1;
+  desc.offset_dtype = DType::kInt64;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    DType dtype;
+    double value;
+    const char* printed;
+  };
+  const Case refused[] = {{DType::kInt32, 1e20, "pad_value = 100000000000000000000"},
+                          {DType::kInt32, 2147483648.0, "does not fit int32"},
+                          {DType::kInt32, -2147483649.0, "does not fit int32"},
+                          {DType::kInt32, nan, "pad_value = nan"},
+                          {DType::kInt64, 9223372036854775808.0, "does not fit int64"},
+                          {DType::kInt64, -inf, "pad_value = -inf"},
+                          {DType::kUInt8, -1.0, "does not fit uint8"},
+                          {DType::kUInt8, 256.0, "does not fit uint8"}};
+  for (const Case& c : refused) {
+    INFO(dtype_name(c.dtype) << " " << c.value);
+    desc.dtype = c.dtype;
+    std::size_t bytes = 0;
+    REQUIRE(dynamic::ragged_to_padded(nullptr, bytes, desc, padded.data(), 2, c.value, Align::kLeft, Truncate::kRight,
+                                      nullptr) == Status::kInvalidArgument);
+    REQUIRE(std::string(last_error_message()).find(c.printed) != std::string::npos);
+    REQUIRE(dynamic::padded_to_ragged(nullptr, bytes, padded.data(), 2, desc, values.data(), c.value, Align::kLeft,
+                                      Truncate::kRight, nullptr) == Status::kInvalidArgument);
+    REQUIRE(std::string(last_error_message()).find("padded_to_ragged: fill") != std::string::npos);
+  }
+  // The edges of each range, and values truncated toward zero into it, pass (the query: no device needed).
+  const Case accepted[] = {{DType::kInt32, 2147483647.0, ""}, {DType::kInt32, -2147483648.0, ""},
+                           {DType::kInt32, -2147483648.9, ""}, {DType::kInt64, -9223372036854775808.0, ""},
+                           {DType::kUInt8, 255.5, ""},          {DType::kUInt8, -0.5, ""},
+                           {DType::kFloat32, inf, ""},          {DType::kFloat16, nan, ""},
+                           {DType::kBool, nan, ""}};
+  for (const Case& c : accepted) {
+    INFO(dtype_name(c.dtype) << " " << c.value);
+    desc.dtype = c.dtype;
+    std::size_t bytes = 0;
+    REQUIRE_OK(dynamic::ragged_to_padded(nullptr, bytes, desc, padded.data(), 2, c.value, Align::kLeft,
+                                         Truncate::kRight, nullptr));
+  }
 }
 
 TEST_CASE("dynamic entry points forward argument errors of the typed ops", "[dynamic][errors]") {
@@ -60,7 +116,7 @@ TEST_CASE("dynamic backward, mask and attention entry points name what is wrong"
 
   REQUIRE(dynamic::lengths_to_mask(nullptr, bytes, DType::kFloat32, nullptr, 0, 0, Align::kLeft, nullptr, nullptr,
                                    nullptr) == Status::kUnsupportedDType);
-  REQUIRE(std::string(last_error_message()) == "lengths_to_mask: no kernel for offset type float32");
+  REQUIRE(std::string(last_error_message()) == "lengths_to_mask: no kernel for length type float32");
   REQUIRE(dynamic::lengths_to_additive_mask(nullptr, bytes, DType::kInt32, nullptr, 0, 0, Align::kLeft,
                                             DType::kInt64, nullptr, nullptr, nullptr) == Status::kUnsupportedDType);
   REQUIRE(std::string(last_error_message()) == "lengths_to_additive_mask: no kernel for element type int64");

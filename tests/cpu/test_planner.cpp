@@ -312,6 +312,23 @@ TEST_CASE("plan_batches edge cases", "[planner]") {
     REQUIRE(plan.batches.size() == 1);
     REQUIRE(plan.batches[0].over_budget);
   }
+  SECTION("a ragged-mode batch whose padded size overflows int64") {
+    // The ragged budget bounds the real tokens (2^62 + 2) but not size x max_len (3 x 2^62).
+    options.token_budget = kInt64Max;
+    options.mode = BudgetMode::kRagged;
+    options.bucket_bounds = {1};
+    const std::vector<std::int64_t> lengths = {1, 1, std::int64_t{1} << 62};
+    BatchPlan plan;
+    plan.real_tokens = 7;
+    REQUIRE(plan_batches(lengths.data(), 3, options, &plan) == Status::kSizeOverflow);
+    const std::string message = last_error_message();
+    REQUIRE(message.find("3 sequences x max_len 4611686018427387904") != std::string::npos);
+    REQUIRE(plan.real_tokens == 7);  // left unchanged
+    const std::vector<std::int64_t> fits = {1, 1, std::int64_t{1} << 61};  // 3 x 2^61 fits
+    REQUIRE_OK(plan_batches(fits.data(), 3, options, &plan));
+    REQUIRE(plan.batches.size() == 1);
+    REQUIRE(plan.batches[0].padded_tokens == 3 * (std::int64_t{1} << 61));
+  }
 }
 
 TEST_CASE("plan_batches rejects bad arguments and names them", "[planner][errors]") {
