@@ -245,12 +245,21 @@ class CublasSession {
     // No TF32: the float products must match PyTorch with TF32 disabled.
     return from_cublas(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   }
+  // Restores every setting even after a failure, and reports the first failure.
   Status restore() {
     if (!active_) return Status::kSuccess;
     active_ = false;
-    RAGGED_RETURN_IF_ERROR(from_cublas(cublasSetStream(handle_, saved_stream_), "cublasSetStream(restore)"));
-    RAGGED_RETURN_IF_ERROR(from_cublas(cublasSetPointerMode(handle_, saved_pointer_mode_), "cublasSetPointerMode(restore)"));
-    return from_cublas(cublasSetMathMode(handle_, saved_math_mode_), "cublasSetMathMode(restore)");
+    Status first = Status::kSuccess;
+    std::string message;
+    auto keep_first = [&](Status status) {
+      if (status == Status::kSuccess || first != Status::kSuccess) return;
+      first = status;
+      message = last_error_message();
+    };
+    keep_first(from_cublas(cublasSetStream(handle_, saved_stream_), "cublasSetStream(restore)"));
+    keep_first(from_cublas(cublasSetPointerMode(handle_, saved_pointer_mode_), "cublasSetPointerMode(restore)"));
+    keep_first(from_cublas(cublasSetMathMode(handle_, saved_math_mode_), "cublasSetMathMode(restore)"));
+    return first == Status::kSuccess ? first : fail(first, message);
   }
   ~CublasSession() { restore(); }  // on an early error return; the first error is the one reported
 

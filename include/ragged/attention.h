@@ -41,6 +41,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,10 @@ RaggedTensor<T, OffsetT> attention(const RaggedTensor<T, OffsetT>& q, const Ragg
       throw Error(Status::kInvalidArgument, std::string("attention: ") + name +
                                                 " must have inner dims {heads, head_dim}, got " +
                                                 std::to_string(t.inner_dims().size()) + " inner dims");
+    for (const std::int64_t dim : t.inner_dims())
+      if (dim > std::numeric_limits<int>::max())
+        throw Error(Status::kSizeOverflow, std::string("attention: ") + name + " has an inner dim of " +
+                                               std::to_string(dim) + ", past int");
     return t.inner_dims();
   };
   const std::vector<std::int64_t> qd = heads_and_dim(q, "q"), kd = heads_and_dim(k, "k"), vd = heads_and_dim(v, "v");
@@ -160,12 +165,14 @@ RaggedTensor<T, OffsetT> attention(const RaggedTensor<T, OffsetT>& q, const Ragg
   a.head_dim = static_cast<int>(qd[1]);
   a.scale = scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(qd[1]));
   a.causal = causal;
-  // K / V may live on other streams than Q: the kernel (on Q's stream) waits for their pending work, the host
-  // does not.
-  stream_wait(q.stream(), k.stream());
-  stream_wait(q.stream(), v.stream());
+  // K / V may live on other streams than Q: the kernel (on Q's stream) waits for their pending work, and their
+  // streams then wait for the kernel, so that freeing them there waits for its reads. The host does not wait.
+  CrossStreamUse k_use(q.stream(), k.stream());
+  CrossStreamUse v_use(q.stream(), v.stream());
   Workspace ws(q.stream());
   run_with_workspace(ws, [&](void* p, std::size_t& bytes) { return varlen_attention_forward(p, bytes, a, q.stream()); });
+  k_use.done();
+  v_use.done();
   return out;
 }
 

@@ -17,17 +17,55 @@ namespace ragged {
 // Throws ragged::Error if `error` is not cudaSuccess.
 inline void cuda_check(cudaError_t error, const char* what) { throw_if_error(from_cuda(error, what)); }
 
-// Makes work enqueued on `waiter` from now on wait for what is already enqueued on `producer`, without a host
-// sync (an event recorded on `producer`; destroying it right away is allowed: the wait keeps its state).
-inline void stream_wait(cudaStream_t waiter, cudaStream_t producer) {
-  if (waiter == producer) return;
+namespace detail {
+// Makes work enqueued on `waiter` from now on wait for what is already enqueued on `producer`, through an event
+// (destroying it right away is allowed: the wait keeps its state). Returns the first failure, and takes every
+// failure back from the runtime's last error, so a later launch check does not report it as its own.
+inline cudaError_t order_after(cudaStream_t waiter, cudaStream_t producer) noexcept {
+  if (waiter == producer) return cudaSuccess;
   cudaEvent_t event = nullptr;
-  cuda_check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-  cudaError_t error = cudaEventRecord(event, producer);
-  if (error == cudaSuccess) error = cudaStreamWaitEvent(waiter, event, 0);
-  cudaEventDestroy(event);
-  cuda_check(error, "stream_wait (cudaEventRecord / cudaStreamWaitEvent)");
+  cudaError_t error = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (error == cudaSuccess) {
+    error = cudaEventRecord(event, producer);
+    if (error == cudaSuccess) error = cudaStreamWaitEvent(waiter, event, 0);
+    const cudaError_t destroyed = cudaEventDestroy(event);
+    if (error == cudaSuccess) error = destroyed;
+  }
+  if (error != cudaSuccess) cudaGetLastError();
+  return error;
 }
+}  // namespace detail
+
+// Makes work enqueued on `waiter` from now on wait for what is already enqueued on `producer`, without a host
+// sync. Throws ragged::Error on failure.
+inline void stream_wait(cudaStream_t waiter, cudaStream_t producer) {
+  cuda_check(detail::order_after(waiter, producer), "stream_wait (cudaEventRecord / cudaStreamWaitEvent)");
+}
+
+// Work enqueued on `user` that reads or writes a buffer owned by (allocated and freed on) another stream: the
+// constructor makes `user` wait for what is pending on `owner` (the buffer's contents, its allocation); done()
+// makes `owner` wait for what was enqueued on `user` since, so that the buffer's cudaFreeAsync on `owner` cannot
+// hand the memory out while that work runs. If done() is not reached (an exception after some work was
+// enqueued), the destructor makes the same wait, ignoring its failure. No host sync.
+class CrossStreamUse {
+ public:
+  CrossStreamUse(cudaStream_t user, cudaStream_t owner) : user_(user), owner_(owner) { stream_wait(user, owner); }
+  ~CrossStreamUse() {
+    if (!done_) detail::order_after(owner_, user_);
+  }
+  CrossStreamUse(const CrossStreamUse&) = delete;
+  CrossStreamUse& operator=(const CrossStreamUse&) = delete;
+
+  void done() {
+    done_ = true;
+    stream_wait(owner_, user_);
+  }
+
+ private:
+  cudaStream_t user_;
+  cudaStream_t owner_;
+  bool done_ = false;
+};
 
 template <typename T>
 class DeviceBuffer {
@@ -71,6 +109,12 @@ class DeviceBuffer {
   std::size_t bytes() const { return count_ * sizeof(T); }
   bool empty() const { return count_ == 0; }
   cudaStream_t stream() const { return stream_; }
+  // Frees on `stream` from now on: `stream` first waits for the work pending on the old stream, which may
+  // still use the memory.
+  void set_stream(cudaStream_t stream) {
+    if (data_ != nullptr) stream_wait(stream, stream_);
+    stream_ = stream;
+  }
 
   void copy_from_host(const T* host, std::size_t count) { copy_bytes_from_host(host, count); }
   std::vector<T> to_host() const {
@@ -105,7 +149,9 @@ class DeviceBuffer {
   }
 
   void release() noexcept {
-    if (data_ != nullptr) cudaFreeAsync(data_, stream_);  // a destructor must not throw
+    // A destructor must not throw. A failed free (the stream destroyed before the buffer, say) leaks the memory;
+    // its error is taken back from the runtime's last error, so the next launch check does not report it.
+    if (data_ != nullptr && cudaFreeAsync(data_, stream_) != cudaSuccess) cudaGetLastError();
     data_ = nullptr;
     count_ = 0;
   }

@@ -67,6 +67,8 @@ class Rnn {
     if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS)
       throw Error(Status::kCudaError, "Rnn: cublasCreate failed");
   }
+  // cublasDestroy synchronises the device (cuBLAS documents an implicit cublasDeviceSynchronize); a failure is
+  // ignored, as a destructor must not throw.
   ~Rnn() {
     if (cublas_ != nullptr) cublasDestroy(cublas_);
   }
@@ -110,14 +112,17 @@ class Rnn {
     args.algo = algo;
     args.projection = projection;
     // The layer runs on its own stream: it waits for the work pending on x's stream (x itself, the output's
-    // allocation) and on h0 / c0's, and x's stream then waits for the layer, so the output (owned by x's
-    // stream) is complete for whoever uses it there. No host sync.
-    stream_wait(stream_, x.stream());
-    if (h0 != nullptr) stream_wait(stream_, h0->stream());
-    if (c0 != nullptr) stream_wait(stream_, c0->stream());
+    // allocation) and on h0 / c0's; then x's stream waits for the layer, so the output (owned by x's stream) is
+    // complete for whoever uses it there, and h0's and c0's streams do, so that freeing them there waits for the
+    // reads. The waits back are made on an exception too, before `result` is freed. No host sync.
+    CrossStreamUse x_use(stream_, x.stream());
+    CrossStreamUse h0_use(stream_, h0 != nullptr ? h0->stream() : stream_);
+    CrossStreamUse c0_use(stream_, c0 != nullptr ? c0->stream() : stream_);
     Workspace ws(stream_);
     run_with_workspace(ws, [&](void* p, std::size_t& bytes) { return rnn_forward(p, bytes, args, stream_); });
-    stream_wait(x.stream(), stream_);
+    x_use.done();
+    h0_use.done();
+    c0_use.done();
     return result;
   }
 

@@ -81,6 +81,7 @@ class RaggedTensor {
     throw_if_error(validate_offsets_host(host.data(), t.batch_, capacity, -1));
     t.nnz_ = static_cast<std::int64_t>(host.back());
     t.stream_ = values.stream();
+    offsets.set_stream(t.stream_);  // every op reads them on the values' stream: they are freed there too
     t.values_ = std::move(values);
     t.offsets_ = std::move(offsets);
     return t;
@@ -181,13 +182,16 @@ class RaggedTensor {
                                                 " needs the arg indices of the forward reduction (" +
                                                 std::to_string(count) + " of them)");
     RaggedTensor grad = empty_like();
-    stream_wait(stream_, grad_out.stream());  // written on its own stream, maybe: order it without a host sync
-    if (routed) stream_wait(stream_, arg->stream());
+    // grad_out and arg may live on other streams: ordered both ways, without a host sync.
+    CrossStreamUse grad_out_use(stream_, grad_out.stream());
+    CrossStreamUse arg_use(stream_, routed ? arg->stream() : stream_);
     Workspace ws(stream_);
     run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
       return ragged::segment_reduce_backward(p, bytes, view(), op, grad_out.data(),
                                              routed ? arg->data() : nullptr, grad.values_.data(), stream_);
     });
+    grad_out_use.done();
+    arg_use.done();
     return grad;
   }
 
@@ -201,12 +205,13 @@ class RaggedTensor {
                       "], the softmax output is [" + std::to_string(nnz_) + " of " + std::to_string(batch_) +
                       ", inner " + std::to_string(inner()) + "]");
     RaggedTensor grad = empty_like();
-    stream_wait(stream_, grad_out.stream_);
+    CrossStreamUse grad_out_use(stream_, grad_out.stream_);
     Workspace ws(stream_);
     run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
       return ragged::segment_softmax_backward(p, bytes, view(), log, values_.data(), grad_out.values_.data(),
                                               grad.values_.data(), stream_);
     });
+    grad_out_use.done();
     return grad;
   }
 
@@ -226,11 +231,12 @@ class RaggedTensor {
     t.stream_ = stream;
     t.offsets_ = DeviceBuffer<OffsetT>(offsets, stream);
     t.values_ = DeviceBuffer<T>(static_cast<std::size_t>(t.nnz_ * t.inner()), stream);
-    stream_wait(stream, padded.data.stream());  // the padded data may still be being written on its own stream
+    CrossStreamUse padded_use(stream, padded.data.stream());  // it may still be being written on its own stream
     Workspace ws(stream);
     run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
       return ragged::padded_to_ragged(p, bytes, padded.view(), t.view(), fill, align, trunc, stream);
     });
+    padded_use.done();
     return t;
   }
 

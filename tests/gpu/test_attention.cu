@@ -503,6 +503,38 @@ TEST_CASE("attention on RaggedTensors waits for K and V on their own stream, wit
   REQUIRE_CUDA(cudaStreamDestroy(kv_stream));
 }
 
+TEST_CASE("attention on RaggedTensors: K and V freed on their own stream right after the call are read first",
+          "[attention][gpu]") {
+  auto rng = test::make_rng(612);
+  const std::vector<std::int64_t> q_len{200, 0, 64}, k_len{300, 5, 64};
+  const auto h = test::random_attention<bfloat16, std::int32_t>(q_len, k_len, 4, 2, 128, false, rng);
+  const Output<bfloat16> expected = DeviceAttention<bfloat16, std::int32_t>(h).run();
+  cudaStream_t q_stream = nullptr, kv_stream = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&q_stream, cudaStreamNonBlocking));
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&kv_stream, cudaStreamNonBlocking));
+  {
+    const auto q = RaggedTensor<bfloat16, std::int32_t>::from_host(h.q, q_len, {4, 128}, q_stream);
+    auto k = RaggedTensor<bfloat16, std::int32_t>::from_host(h.k, k_len, {2, 128}, kv_stream);
+    auto v = RaggedTensor<bfloat16, std::int32_t>::from_host(h.v, k_len, {2, 128}, kv_stream);
+    // A long queue on Q's stream holds the kernel back while K and V are freed on theirs and the memory, reused
+    // by the next allocations there, is overwritten: unless K / V's stream waits for the kernel, it reads that.
+    DeviceBuffer<unsigned char> busy(std::size_t{256} << 20, q_stream);
+    for (int i = 0; i < 8; ++i) REQUIRE_CUDA(cudaMemsetAsync(busy.data(), i, busy.bytes(), q_stream));
+    DeviceBuffer<float> lse;
+    const auto o = attention(q, k, v, /*causal=*/false, /*scale=*/0.0f, &lse);
+    k = RaggedTensor<bfloat16, std::int32_t>();
+    v = RaggedTensor<bfloat16, std::int32_t>();
+    DeviceBuffer<bfloat16> reuse_k(h.k.size(), kv_stream), reuse_v(h.v.size(), kv_stream);
+    reuse_k.fill_bytes(0x7f);
+    reuse_v.fill_bytes(0x7f);
+    REQUIRE_BITWISE_EQUAL(o.values_to_host(), expected.o);
+    REQUIRE_BITWISE_EQUAL(lse.to_host(), expected.lse);
+    REQUIRE_CUDA(cudaStreamSynchronize(kv_stream));
+  }
+  REQUIRE_CUDA(cudaStreamDestroy(q_stream));
+  REQUIRE_CUDA(cudaStreamDestroy(kv_stream));
+}
+
 TEST_CASE("attention with malformed offsets or lengths stays in bounds", "[attention][gpu][errors]") {
   // Wrong values are allowed, out-of-bounds accesses are not (compute-sanitizer memcheck runs this).
   auto rng = test::make_rng(609);

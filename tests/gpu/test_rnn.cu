@@ -861,6 +861,9 @@ TEST_CASE("rnn_forward can be captured in a CUDA graph", "[rnn]") {
   CublasHandle cublas;
   auto rng = test::make_rng(900);
   const RnnAlgo algo = GENERATE(from_range(kAllPaths));
+  // Global is what frameworks capture with by default (it refuses unsafe calls from any thread).
+  const cudaStreamCaptureMode capture_mode = GENERATE(cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeGlobal);
+  INFO("capture mode " << (capture_mode == cudaStreamCaptureModeGlobal ? "global" : "thread-local"));
   const RnnDesc desc = make_desc(RnnMode::kGru, 8, 32, 0, 2, true);
   Model<bfloat16> model(desc, rng);
   const auto in = make_inputs<bfloat16, std::int32_t>(desc, {6, 1, 0, 9, 3}, rng);
@@ -883,7 +886,7 @@ TEST_CASE("rnn_forward can be captured in a CUDA graph", "[rnn]") {
   REQUIRE_CUDA(cudaStreamCreate(&stream));
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  REQUIRE_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  REQUIRE_CUDA(cudaStreamBeginCapture(stream, capture_mode));
   const Status captured = rnn_forward<bfloat16, std::int32_t>(workspace.data(), bytes, args, stream);
   REQUIRE_CUDA(cudaStreamEndCapture(stream, &graph));
   REQUIRE_OK(captured);
