@@ -311,8 +311,9 @@ __global__ void __launch_bounds__(kMmaThreads)
       float sum = row_sum[mt][r];
       sum += __shfl_xor_sync(kFullMask, sum, 1);
       sum += __shfl_xor_sync(kFullMask, sum, 2);
-      // No visible key: O = 0, LSE = -inf (log of an empty sum).
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+      // No visible key (or only scores of -inf): O = 0, LSE = -inf (log of an empty sum). A NaN score makes the
+      // sum NaN, and with it O and LSE, as in the reference.
+      const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
       const int row = warp_row0 + mt * 16 + g + 8 * r;
 #pragma unroll
       for (int dt = 0; dt < kOutTiles; ++dt)
@@ -320,7 +321,7 @@ __global__ void __launch_bounds__(kMmaThreads)
             pack2<T>(o[mt][dt][2 * r] * inv, o[mt][dt][2 * r + 1] * inv);
       if (p.lse != nullptr && t == 0 && row < tile.rows)
         p.lse[(lse_row0 + row) * p.heads_q + head] =
-            sum > 0.0f ? row_max[mt][r] * p.scale + logf(sum) : -INFINITY;
+            sum == 0.0f ? -INFINITY : row_max[mt][r] * p.scale + logf(sum);
     }
   __syncthreads();
   T* out = static_cast<T*>(p.o) + (tile.q.start + tile.m0) * p.o_token_stride + head * p.o_head_stride;

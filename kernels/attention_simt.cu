@@ -176,14 +176,16 @@ __global__ void __launch_bounds__(kSimtThreads) attention_simt_kernel(const __gr
     for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(kFullMask, sum, offset);
     const int row = warp_row0 + r;
     if (row >= tile.rows) continue;
-    // No visible key: O = 0, LSE = -inf (log of an empty sum).
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    // No visible key (or only scores of -inf): O = 0, LSE = -inf (log of an empty sum). A NaN score makes the
+    // sum NaN, and with it O and LSE, as in the reference.
+    const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
     FloatVec<kCols> result;
 #pragma unroll
     for (int c = 0; c < kCols; ++c) result.v[c] = o[r][c] * inv;
     *reinterpret_cast<FloatVec<kCols>*>(out + row * p.o_token_stride + lane * kCols) = result;
     if (p.lse != nullptr && lane == 0)
-      p.lse[(tile.q.start + tile.m0 + row) * p.heads_q + head] = sum > 0.0f ? row_max[r] * p.scale + logf(sum) : -INFINITY;
+      p.lse[(tile.q.start + tile.m0 + row) * p.heads_q + head] =
+          sum == 0.0f ? -INFINITY : row_max[r] * p.scale + logf(sum);
   }
 #endif
 }

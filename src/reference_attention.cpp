@@ -57,24 +57,28 @@ void for_each_query(const AttentionArgs<T, OffsetT>& a, Emit&& emit) {
         const T* q = row_of(a.q, qs.start + i, h);
         scores.assign(static_cast<std::size_t>(visible), 0.0);
         double max = -std::numeric_limits<double>::infinity();
+        bool any_nan = false;
         for (std::int64_t j = 0; j < visible; ++j) {
           const T* k = row_of(a.k, ks.start + j, hk);
           double dot = 0.0;
           for (std::int64_t d = 0; d < dim; ++d) dot += to_double(q[d]) * to_double(k[d]);
           scores[j] = static_cast<double>(a.scale) * dot;
-          max = std::max(max, scores[j]);
+          if (std::isnan(scores[j])) any_nan = true;
+          else max = std::max(max, scores[j]);
         }
         std::fill(acc.begin(), acc.end(), 0.0);
+        // No visible key, or only scores of -inf: an empty sum (exp(-inf - -inf) would be NaN), O = 0 and
+        // LSE = -inf. A NaN score makes sum, O and LSE NaN below.
+        if (visible == 0 || (max == -std::numeric_limits<double>::infinity() && !any_nan)) {
+          emit(qs.start + i, h, acc.data(), -std::numeric_limits<double>::infinity());
+          continue;
+        }
         double sum = 0.0;
         for (std::int64_t j = 0; j < visible; ++j) {
           const double e = std::exp(scores[j] - max);
           sum += e;
           const T* v = row_of(a.v, ks.start + j, hk);
           for (std::int64_t d = 0; d < dim; ++d) acc[d] += e * to_double(v[d]);
-        }
-        if (visible == 0) {
-          emit(qs.start + i, h, acc.data(), -std::numeric_limits<double>::infinity());  // acc is all zeros
-          continue;
         }
         for (std::int64_t d = 0; d < dim; ++d) acc[d] /= sum;
         emit(qs.start + i, h, acc.data(), max + std::log(sum));

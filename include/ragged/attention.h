@@ -21,7 +21,13 @@
 // Semantics, shared with reference::attention_forward (reference_attention.h):
 // - causal: query i (0-based within its sequence of L_q queries and L_k keys) sees key j iff
 //   j <= i + L_k - L_q (aligned bottom-right, as FlashAttention 2.1+): the last query sees every key.
-// - A query that sees no key (L_k = 0, or causal with i < L_q - L_k) gets O = 0 and LSE = -inf.
+// - A query that sees no key (L_k = 0, or causal with i < L_q - L_k) gets O = 0 and LSE = -inf; so does one
+//   whose visible scores are all -inf. A NaN score (NaN in Q or K, or inf x 0 in the dot product) or a +inf
+//   one (exp(inf - inf)) makes that query's O and LSE NaN.
+// - Non-finite V: a key tile's V rows are multiplied by P, which is 0 at keys a causal query cannot see in a
+//   tile it visits, so an inf or NaN in V there can make that query's O NaN (as in FlashAttention), and which
+//   queries it reaches depends on query_tile. The reference reads visible keys only. With finite V, every rule
+//   above and the bitwise claims below hold.
 // - Zero-length sequences produce nothing and cost (almost) nothing.
 // - LSE is float [rows_q, heads_q] (lse[row * heads_q + h], token-major like O); pass null to skip it.
 // - Deterministic: a sequence's output depends only on its own data, not on the rest of the batch or on
@@ -103,7 +109,7 @@ struct AttentionArgs {
   int head_dim = 0;
   float scale = 0.0f;  // > 0; usually 1 / sqrt(head_dim)
   bool causal = false;
-  // Query rows per block. 0: chosen from host-known sizes (128 when the sequences average at least 256 query
+  // Query rows per block. 0: chosen from host-known sizes (128 when the sequences average at least 128 query
   // rows, else 64). half / bfloat16 accept 64 or 128: 128 halves the shared-memory traffic per flop on long
   // sequences, 64 wastes less on short ones. float has one kernel and accepts 0 or its tile (32). For tuning and
   // benchmarks: the output is bitwise the same whatever the tile (a row's arithmetic does not depend on it).

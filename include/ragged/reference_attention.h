@@ -3,7 +3,8 @@
 // the visible keys' scores, their maximum, the sum of exponentials, the weighted sum of V rows; no tiling and
 // no online rescaling, so it shares nothing with the kernels but the semantics (see attention.h):
 // - causal: query i of L_q sees key j of L_k iff j <= i + L_k - L_q (bottom-right aligned);
-// - a query that sees no key gets O = 0 and LSE = -inf;
+// - a query that sees no key, or whose visible scores are all -inf, gets O = 0 and LSE = -inf; a NaN or +inf
+//   score makes its O and LSE NaN;
 // - rows outside every sequence are not written;
 // - rows are clamped like the kernels clamp them, but results are only meaningful for valid offsets.
 // Any head_dim >= 1 works here (the device op supports 64 and 128).

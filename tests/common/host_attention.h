@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -118,6 +119,35 @@ HostAttention<T, OffsetT> to_padded(const HostAttention<T, OffsetT>& r, std::int
     }
   }
   return p;
+}
+
+// Non-finite scores, non-causal, heads 2 / 1, dim 64, lengths q {4, 3, 5} and k {70, 9, 33}; what each query
+// must give (attention.h):
+// - sequence 0: column 0 of every key is positive, so query 0 (head 0: q[0] = -inf) scores -inf against every
+//   key: O = 0, LSE = -inf; query 1 (head 1: q[0] = NaN) and query 2 (head 0: q[0] = +inf) give NaN; query 3
+//   and the other heads are finite.
+// - sequence 1: key 4 holds a NaN, which every query sees: NaN everywhere.
+// - sequence 2: key 7 scores -inf against every query (a zero weight): finite.
+template <typename T, typename OffsetT>
+HostAttention<T, OffsetT> non_finite_attention(std::mt19937_64& rng) {
+  HostAttention<T, OffsetT> h = random_attention<T, OffsetT>({4, 3, 5}, {70, 9, 33}, 2, 1, 64, false, rng);
+  const double inf = std::numeric_limits<double>::infinity();
+  auto q_at = [&](std::int64_t b, std::int64_t i, int head, int d) -> T& {
+    return h.q[static_cast<std::size_t>((h.q_row(b, i) * h.heads_q + head) * h.dim + d)];
+  };
+  auto k_at = [&](std::int64_t b, std::int64_t j, int d) -> T& {
+    return h.k[static_cast<std::size_t>(h.k_row(b, j) * h.dim + d)];
+  };
+  auto positive = [](T x) { return from_double<T>(std::fabs(to_double(x)) + 0.5); };
+  for (std::int64_t j = 0; j < h.k_lengths[0]; ++j) k_at(0, j, 0) = positive(k_at(0, j, 0));
+  q_at(0, 0, 0, 0) = from_double<T>(-inf);
+  q_at(0, 1, 1, 0) = from_double<T>(std::numeric_limits<double>::quiet_NaN());
+  q_at(0, 2, 0, 0) = from_double<T>(inf);
+  k_at(1, 4, 5) = from_double<T>(std::numeric_limits<double>::quiet_NaN());
+  for (std::int64_t i = 0; i < h.q_lengths[2]; ++i)
+    for (int head = 0; head < h.heads_q; ++head) q_at(2, i, head, 0) = positive(q_at(2, i, head, 0));
+  k_at(2, 7, 0) = from_double<T>(-inf);
+  return h;
 }
 
 }  // namespace test

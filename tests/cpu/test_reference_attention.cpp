@@ -249,6 +249,42 @@ TEST_CASE("reference attention: one visible key returns its V row exactly", "[at
     }
 }
 
+TEMPLATE_TEST_CASE("reference attention: scores of -inf, +inf and NaN", "[attention][reference]", F32_I32, F16_I64,
+                   BF16_I32) {
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(507);
+  const auto h = test::non_finite_attention<T, OffsetT>(rng);
+  const Exact e = run_exact(h);
+  const Exact brute = brute_force(h);  // for the finite rows
+  enum Expect { kFinite, kEmpty, kNaN };
+  auto expected = [](std::int64_t b, std::int64_t i, int head) {
+    if (b == 1) return kNaN;
+    if (b == 0 && i == 0 && head == 0) return kEmpty;
+    if (b == 0 && ((i == 1 && head == 1) || (i == 2 && head == 0))) return kNaN;
+    return kFinite;
+  };
+  for (std::int64_t b = 0; b < h.batch; ++b)
+    for (std::int64_t i = 0; i < h.q_lengths[b]; ++i)
+      for (int head = 0; head < h.heads_q; ++head) {
+        INFO("sequence " << b << ", query " << i << ", head " << head);
+        const std::size_t row = static_cast<std::size_t>(h.q_row(b, i) * h.heads_q + head);
+        const Expect want = expected(b, i, head);
+        for (int d = 0; d < h.dim; ++d) {
+          const double o = e.out[row * h.dim + d];
+          if (want == kEmpty) REQUIRE(o == 0.0);
+          if (want == kNaN) REQUIRE(std::isnan(o));
+          if (want == kFinite) {
+            REQUIRE(std::isfinite(o));
+            REQUIRE(o == Approx(brute.out[row * h.dim + d]).epsilon(1e-12).margin(1e-12));
+          }
+        }
+        if (want == kEmpty) REQUIRE(e.lse[row] == -kInf);
+        if (want == kNaN) REQUIRE(std::isnan(e.lse[row]));
+        if (want == kFinite) REQUIRE(e.lse[row] == Approx(brute.lse[row]).epsilon(1e-12));
+      }
+}
+
 TEMPLATE_TEST_CASE("reference attention: padded layout equals ragged layout", "[attention][reference]", F32_I32,
                    BF16_I64) {
   using T = typename TestType::Value;

@@ -165,17 +165,37 @@ bool is_poison(T x) {
   return std::memcmp(&x, &poison, sizeof(T)) == 0;
 }
 
+// Per element of O (`per_head` = head_dim) or LSE (1): whether it belongs to a query of some sequence.
+template <typename T, typename OffsetT>
+std::vector<char> inside_sequences(const HostAttention<T, OffsetT>& h, int per_head) {
+  const std::int64_t per_row = static_cast<std::int64_t>(h.heads_q) * per_head;
+  std::vector<char> inside(static_cast<std::size_t>(h.q_rows * per_row), 0);
+  for (std::int64_t b = 0; b < h.batch; ++b)
+    for (std::int64_t i = 0; i < h.q_lengths[b]; ++i)
+      std::fill_n(inside.begin() + h.q_row(b, i) * per_row, per_row, 1);
+  return inside;
+}
+
 // Checks one device output against the reference with the tolerance rule; returns "" or what failed.
+// Elements outside every sequence must keep their poison; a NaN of the reference must be a NaN.
 template <typename T>
 std::string check_against_reference(const std::vector<T>& got, const std::vector<double>& ref,
-                                    const std::vector<const std::vector<double>*>& naives, bool is_lse) {
+                                    const std::vector<const std::vector<double>*>& naives, bool is_lse,
+                                    const std::vector<char>& inside) {
   double err = 0.0, naive_err = 0.0, max_ref = 0.0;
   std::ostringstream s;
   for (std::size_t i = 0; i < ref.size(); ++i) {
     const double g = test::to_double(got[i]);
-    if (std::isnan(ref[i])) {  // outside every sequence: must not be written
+    if (!inside[i]) {
       if (!is_poison(got[i])) {
         s << "element " << i << " lies outside every sequence but was written (" << g << ")";
+        return s.str();
+      }
+      continue;
+    }
+    if (std::isnan(ref[i])) {  // a NaN or +inf score (attention.h)
+      if (!std::isnan(g)) {
+        s << "element " << i << ": got " << g << ", reference NaN";
         return s.str();
       }
       continue;
@@ -222,15 +242,16 @@ void check_case(const HostAttention<T, OffsetT>& h) {
               even_odd = naive_attention(h, SumOrder::kEvenThenOdd);
   const std::vector<const std::vector<double>*> naive_out{&forward.out, &reverse.out, &even_odd.out};
   const std::vector<const std::vector<double>*> naive_lse{&forward.lse, &reverse.lse, &even_odd.lse};
+  const std::vector<char> inside_o = inside_sequences(h, h.dim), inside_lse = inside_sequences(h, 1);
   const DeviceAttention<T, OffsetT> dev(h);
   std::vector<Output<T>> runs;
   for (int tile : query_tiles<T>()) {
     INFO("query tile " << tile);
     const Output<T> got = dev.run(tile);
-    std::string failure = check_against_reference(got.o, ref_out, naive_out, false);
+    std::string failure = check_against_reference(got.o, ref_out, naive_out, false, inside_o);
     INFO("O: " << failure);
     REQUIRE(failure.empty());
-    failure = check_against_reference(got.lse, ref_lse, naive_lse, true);
+    failure = check_against_reference(got.lse, ref_lse, naive_lse, true, inside_lse);
     INFO("LSE: " << failure);
     REQUIRE(failure.empty());
     for (std::size_t r = 0; r < ref_lse.size(); ++r)
@@ -338,6 +359,21 @@ TEMPLATE_TEST_CASE("attention on the device: every head_dim x mask x head groupi
         INFO(type_name<T>() << ": dim " << dim << ", " << g.name << (causal ? ", causal" : ""));
         check_case(test::random_attention<T, OffsetT>(q, k, g.q, g.kv, dim, causal, rng));
       }
+}
+
+TEMPLATE_TEST_CASE("attention: scores of -inf, +inf and NaN give the reference's O and LSE", "[attention][gpu]",
+                   F32_I32, F16_I64, BF16_I32) {
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(611);
+  // A query whose scores are all -inf: O = 0 and LSE = -inf exactly (check_case); NaN and +inf scores: NaN
+  // O and LSE, where the LSE used to come out -inf; a single -inf score is a zero weight.
+  const auto h = test::non_finite_attention<T, OffsetT>(rng);
+  check_case(h);
+  std::vector<double> ref_lse(static_cast<std::size_t>(h.lse_elems()));
+  reference::attention_forward_exact(h.host_args(nullptr, nullptr), nullptr, ref_lse.data());
+  REQUIRE(std::count_if(ref_lse.begin(), ref_lse.end(), [](double x) { return std::isnan(x); }) == 8);
+  REQUIRE(std::count(ref_lse.begin(), ref_lse.end(), -std::numeric_limits<double>::infinity()) == 1);
 }
 
 TEMPLATE_TEST_CASE("attention: padded layout gives bitwise the ragged results", "[attention][gpu]", F32_I32, F16_I64,
