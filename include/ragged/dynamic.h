@@ -157,6 +157,8 @@ struct RnnForwardDesc {
   CheckResult* check = nullptr;
 };
 
+// One limit the typed op lacks: num_layers > 65536 returns kUnsupportedShape, since the call builds the typed
+// weight table (num_layers * directions entries) on the host.
 Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnForwardDesc& args, cudaStream_t stream);
 
 }  // namespace dynamic

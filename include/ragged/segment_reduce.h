@@ -2,13 +2,22 @@
 // and softmax / log-softmax over the ragged dimension per inner column; with their backward passes.
 //
 // Semantics (the CPU references in reference.h implement the same):
-// - T in {float, half, bfloat16}; accumulation in float; the result is rounded to T once.
+// - T in {float, half, bfloat16}; accumulation in float; the result is rounded to T once. The references
+//   accumulate in double, so a sum whose float partial sums overflow is +-inf here where the reference may be
+//   finite (float inputs near 3e38); kMean divides by the length as a float.
+// - inner >= 1 (0 returns kUnsupportedShape); the conversions, by contrast, accept 0.
 // - Empty sequences: out = empty_value (converted to T), arg = -1; their softmax rows do not exist.
-// - kMax / kMin propagate NaN: a column holding a NaN reduces to NaN and its arg is the first NaN's index.
-//   Otherwise the arg is the index within the sequence (0-based) of the first occurrence of the extreme value.
-//   +0 and -0 compare equal, so the first of them wins.
+// - kMax / kMin propagate NaN: a column holding a NaN reduces to NaN and its arg is the first NaN's index (in
+//   half / bfloat16 the NaN's payload is not kept: the reference returns the element's bits). Otherwise the arg
+//   is the index within the sequence (0-based) of the first occurrence of the extreme value. +0 and -0 compare
+//   equal, so the first of them wins. The backward routes the whole gradient to that one index (ties are not
+//   split).
+// - Softmax: a column holding a NaN, a +inf, or only -inf is NaN in every row (exp(inf - inf), exp(-inf - -inf));
+//   a -inf among finite values gives 0 (log-softmax: -inf).
 // - Deterministic: no float atomics; each sequence is reduced in an order that depends only on its own length,
-//   so the output is bitwise the same on every run and does not depend on the other sequences in the batch.
+//   the inner size and whether the buffers are 16-byte aligned (which sets the vector width; cudaMalloc'd
+//   buffers and inner sizes that keep rows aligned always take the same path), so the output is bitwise the
+//   same on every run and does not depend on the other sequences in the batch.
 // - The work split is chosen on the device from the offsets (no host sync), so one launch holds its bandwidth
 //   for many tiny sequences, one huge sequence, or anything between.
 // Same contract as the other device ops: two-phase workspace, explicit stream, no allocation, no host sync.
