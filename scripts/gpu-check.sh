@@ -43,7 +43,7 @@
 #   RAGGED_SANITIZER_SEED      Catch2 --rng-seed of the sanitizer runs (default: time, a fresh one each run; each
 #                              run's log prints it, "Randomness seeded to", so a failure can be replayed)
 #   RAGGED_SANITIZER_TIMEOUT   seconds per sanitizer run, a program or a test case (default: 150; a timeout
-#                              counts as a failure)
+#                              counts as a failure, unless the deadline had cut the run's limit below this)
 #   RAGGED_BENCH_SUITES        benchmark suites, run one program each (default: "convert_gpu segment_gpu
 #                              attention_gpu rnn_gpu planner convert_cpu"); their JSON is merged into bench.json
 #   RAGGED_BENCH_TIMEOUT       seconds per benchmark suite (default: 150)
@@ -437,6 +437,19 @@ if [ "$configure_rc" -eq 0 ]; then
       echo $((SECONDS - began)) >"$runs/$key.secs"  # each run's seconds, to plan the next call's budget by
       echo "$rc" >"$runs/$key.rc"
     }
+    # What a run the deadline cut short had already found, from its log: 86 for a sanitizer report, 1 for a failed
+    # Catch2 check other than the kill itself (Catch2 reports the SIGTERM as one more failure), else 0.
+    cut_run_findings() {  # cut_run_findings LOG
+      local log=$1 failures kills
+      # Any sanitizer line but the banner and clean summaries belongs to a report.
+      if grep -E '^========= ' "$log" | grep -qvE \
+        '^========= (COMPUTE-SANITIZER|ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed)'; then
+        echo 86; return
+      fi
+      failures=$(grep -c 'FAILED:' "$log" || true)
+      kills=$(grep -c 'SIGTERM - Termination request signal' "$log" || true)
+      if [ "$failures" -gt "$kills" ]; then echo 1; else echo 0; fi
+    }
     # Catch2 v2 test specs: a backslash makes the next character literal (names hold commas and brackets).
     catch_spec() { printf '%s' "$1" | sed -e 's/[][\\,~*"]/\\&/g'; }
     declare -A run_count=()
@@ -489,7 +502,7 @@ if [ "$configure_rc" -eq 0 ]; then
           continue
         fi
         matched=$((matched + 1))
-        worst=0 not_run=0 timed_out=0 errors=0 failed=0 limit="" slowest=0
+        worst=0 not_run=0 cut=0 timed_out=0 errors=0 failed=0 limit="" slowest=0
         {
           echo "=============================================================================================="
           echo "== $tool $name${filter:+ [filter: $filter]}: $cases run(s)"
@@ -498,14 +511,28 @@ if [ "$configure_rc" -eq 0 ]; then
         for ((i = 0; i < cases; i++)); do
           key="$tool.$name.$i"
           rc=$(cat "$runs/$key.rc" 2>/dev/null || echo missing)
+          verdict=$rc  # what the run counts as in the row: its exit code; for a cut run, what its log found
           case "$rc" in
             deadline) not_run=$((not_run + 1)); continue ;;
             0) ;;
             86) errors=$((errors + 1)) ;;
-            124 | 137) timed_out=$((timed_out + 1)); limit=$(cat "$runs/$key.limit") ;;
+            124 | 137)
+              # A run whose limit the deadline had cut below RAGGED_SANITIZER_TIMEOUT was stopped by the call's
+              # plan, not by its own slowness: like a run the deadline never started, it is not a failure.
+              # What it found before the kill still counts.
+              if [ "$(cat "$runs/$key.limit")" -lt "$sanitizer_timeout" ]; then
+                cut=$((cut + 1))
+                verdict=$(cut_run_findings "$runs/$key.log")
+                case $verdict in
+                  86) errors=$((errors + 1)) ;;
+                  1) failed=$((failed + 1)) ;;
+                esac
+              else
+                timed_out=$((timed_out + 1)); limit=$(cat "$runs/$key.limit")
+              fi ;;
             *) failed=$((failed + 1)) ;;
           esac
-          if [ "$rc" != 0 ] && { [ "$worst" = 0 ] || [ "$rc" = 86 ]; }; then worst=$rc; fi
+          if [ "$verdict" != 0 ] && { [ "$worst" = 0 ] || [ "$verdict" = 86 ]; }; then worst=$verdict; fi
           secs=$(cat "$runs/$key.secs" 2>/dev/null || echo 0)
           if [ "$secs" -gt "$slowest" ]; then slowest=$secs; fi
           {
@@ -519,6 +546,7 @@ if [ "$configure_rc" -eq 0 ]; then
         if [ "$errors" -gt 0 ]; then note+=", $errors with sanitizer errors"; fi
         if [ "$timed_out" -gt 0 ]; then note+=", $timed_out timed out after ${limit}s"; fi
         if [ "$failed" -gt 0 ]; then note+=", $failed failed"; fi
+        if [ "$cut" -gt 0 ]; then note+=", $cut cut short by the deadline"; fi
         if [ "$not_run" -gt 0 ]; then note+=", $not_run not run (deadline)"; fi
         what="$tool $name"
         if [ "$cases" -gt 1 ]; then
@@ -526,7 +554,7 @@ if [ "$configure_rc" -eq 0 ]; then
         else
           what+=" (${slowest}s$note)"
         fi
-        if [ "$worst" = 0 ] && [ "$not_run" -eq 0 ]; then
+        if [ "$worst" = 0 ] && [ "$not_run" -eq 0 ] && [ "$cut" -eq 0 ]; then
           record "$what" pass 0 "sanitizers.log"
         elif [ "$worst" = 0 ]; then
           record "$what" "not run (deadline)" "-" "sanitizers.log"
