@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!listing && ragged::test::test_scale() != 1.0)
-    std::printf("RAGGED_TEST_SCALE=%g: the segment tests' large generated inputs are scaled down\n",
+    std::printf("RAGGED_TEST_SCALE=%g: the segment and attention tests' large generated inputs are scaled down\n",
                 ragged::test::test_scale());
   if (!listing && !ragged::test::gpu_available()) {
     std::printf("SKIP: no CUDA device visible (%s); GPU tests not run\n", ragged::test::gpu_unavailable_reason());

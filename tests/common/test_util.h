@@ -78,10 +78,11 @@ using F16_I64 = Case<half, std::int64_t>;
 using BF16_I32 = Case<bfloat16, std::int32_t>;
 using BF16_I64 = Case<bfloat16, std::int64_t>;
 
-// RAGGED_TEST_SCALE=s (0 < s <= 1, default 1) shrinks the large generated inputs of the segment tests to about s
-// of their element counts, for runs under compute-sanitizer, where instrumented accesses make the full sizes take
-// minutes per test case (scripts/gpu-check.sh sets it there; ctest never does). Inputs whose size is what a case
-// tests (a plan past the first-pass kernel's limit, merge trees of three levels, long softmax rows) keep theirs.
+// RAGGED_TEST_SCALE=s (0 < s <= 1, default 1) shrinks the large generated inputs of the segment tests, and the
+// attention test's long key histories, to about s of their element counts, for runs under compute-sanitizer,
+// where instrumented accesses make the full sizes take minutes per test case (scripts/gpu-check.sh sets it there;
+// ctest never does). Inputs whose size is what a case tests (a plan past the first-pass kernel's limit, merge
+// trees of three levels, long softmax rows) keep theirs.
 double test_scale();
 // Why RAGGED_TEST_SCALE cannot be used, or nullptr when it is unset or valid (gpu_main refuses to run then).
 const char* test_scale_error();
