@@ -52,6 +52,7 @@ cases=(
   # the kernel runs past its DRAM traffic.
   "sum_one_huge_d64;segment_gpu;segment_sum/ragged/one_huge/inner:64/batch:16/mean:16384/manual_time;regex:segment_;4;2"
   "softmax_one_huge_d64;segment_gpu;segment_softmax/ragged/one_huge/inner:64/batch:16/mean:16384/manual_time;regex:segment_softmax;6;3"
+  "softmax_one_huge_d1_bf16;segment_gpu;segment_softmax/ragged/one_huge/inner:1/batch:16/mean:2097152/dtype:bf16/manual_time;regex:segment_softmax;6;3"
   # The fixed cost: 4096 floats in one row took 19.1 us against cub::DeviceReduce's 3.85 (H200, a910134). Each
   # kernel's time here, one launch at a time, says how much is the row pass, the unit kernel, or between them.
   "reduce_fixed_4096;segment_gpu;device_reduce/ragged/floats:4096/flush:clean/manual_time;regex:segment_reduce;4;2"
