@@ -101,13 +101,15 @@ bool count_padding(PlannedBatch& batch) {
 
 // Greedy batching of one bucket, in the given order: a sequence joins the open batch while the budget and
 // max_batch_size allow, else the open batch is closed and a new one begins. A sequence over the budget on its
-// own becomes a flagged batch of one and leaves the open batch as it is.
+// own becomes a flagged batch of one and leaves the open batch as it is; those batches come after the bucket's
+// others, so that in sorted order (where they are the bucket's longest) the batches stay shortest first.
 void batch_bucket(const std::int64_t* lengths, const std::vector<std::int64_t>& order, const PlannerOptions& options,
                   std::vector<PlannedBatch>& out) {
   const std::int64_t budget = options.token_budget;
   std::vector<std::int64_t> open;
   std::int64_t open_max = 0;
   std::int64_t open_sum = 0;  // <= budget in ragged mode; <= count * max <= budget in padded mode
+  std::vector<PlannedBatch> over_budget;
   auto close_open = [&]() {
     if (open.empty()) return;
     out.push_back(make_batch(std::move(open), open_max, open_sum, false));
@@ -118,7 +120,7 @@ void batch_bucket(const std::int64_t* lengths, const std::vector<std::int64_t>& 
   for (const std::int64_t index : order) {
     const std::int64_t length = lengths[index];
     if (length > budget) {
-      out.push_back(make_batch({index}, length, length, true));
+      over_budget.push_back(make_batch({index}, length, length, true));
       continue;
     }
     const std::int64_t count = static_cast<std::int64_t>(open.size()) + 1;
@@ -133,6 +135,7 @@ void batch_bucket(const std::int64_t* lengths, const std::vector<std::int64_t>& 
     open_sum += length;
   }
   close_open();
+  for (PlannedBatch& batch : over_budget) out.push_back(std::move(batch));
 }
 
 }  // namespace

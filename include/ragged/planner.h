@@ -25,10 +25,12 @@ struct PlannerOptions {
   // 6, 8, 10, 13, 16, 20, ..., each round(1.25 * previous) but at least previous + 1, up to the first bound above
   // the longest length. A bucket's longest length is then under 1.25x its shortest, so a padded batch wastes
   // under 20%, and empty sequences get a bucket of their own (their batches hold no tokens, so in padded mode
-  // only max_batch_size limits them).
+  // only max_batch_size limits them). The bounds stop at 2278543582757393239 (the next would pass INT64_MAX / 5):
+  // longer lengths share one open-ended bucket, without that promise.
   std::vector<std::int64_t> bucket_bounds;
   // false: each bucket is sorted by length (ties by index) before batching, so batches are tight, and batches
-  // come bucket by bucket, shortest first. true: each bucket is shuffled before batching, then the order of all
+  // come bucket by bucket, shortest first (a sequence over the budget, a batch of its own, after the other
+  // batches of its bucket). true: each bucket is shuffled before batching, then the order of all
   // batches is shuffled; std::mt19937_64 seeded with `seed` drives both, drawn without the implementation-defined
   // std distributions, so a seed gives the same plan everywhere.
   bool shuffle = false;

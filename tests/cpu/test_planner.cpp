@@ -293,6 +293,33 @@ TEST_CASE("plan_batches edge cases", "[planner]") {
     REQUIRE(plan.batches[1].indices == std::vector<std::int64_t>{1, 6, 2});
     REQUIRE(plan.batches[2].indices == std::vector<std::int64_t>{3, 7, 4});
   }
+  SECTION("over-budget sequences come after their bucket's other batches, so batches stay shortest first") {
+    auto lengths_of = [](const std::vector<std::int64_t>& lengths, const BatchPlan& plan) {
+      std::vector<std::vector<std::int64_t>> out;
+      for (const PlannedBatch& batch : plan.batches) {
+        out.emplace_back();
+        for (const std::int64_t i : batch.indices) out.back().push_back(lengths[static_cast<std::size_t>(i)]);
+      }
+      return out;
+    };
+    using Batches = std::vector<std::vector<std::int64_t>>;
+    const std::vector<std::int64_t> geometric = {15, 13, 14};  // one automatic bucket, [13, 16)
+    options.token_budget = 14;
+    BatchPlan plan = plan_batches(geometric, options);
+    check_plan(geometric, options, plan);
+    REQUIRE(lengths_of(geometric, plan) == Batches{{13}, {14}, {15}});
+    REQUIRE(plan.batches[2].over_budget);
+    const std::vector<std::int64_t> one_bucket = {150, 10, 120, 20};
+    options.bucket_bounds = {kInt64Max};
+    options.token_budget = 100;
+    for (const BudgetMode mode : {BudgetMode::kPadded, BudgetMode::kRagged}) {
+      options.mode = mode;
+      plan = plan_batches(one_bucket, options);
+      check_plan(one_bucket, options, plan);
+      REQUIRE(lengths_of(one_bucket, plan) == Batches{{10, 20}, {120}, {150}});
+      REQUIRE((!plan.batches[0].over_budget && plan.batches[1].over_budget && plan.batches[2].over_budget));
+    }
+  }
   SECTION("a giant sequence in the middle of a shuffled bucket does not split the open batch") {
     std::vector<std::int64_t> lengths(50, 10);
     lengths[25] = 10000;
