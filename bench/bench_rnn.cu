@@ -25,7 +25,8 @@
 // real_frac = tokens / padded tokens (the issue's target: ragged time <= 1.15 x real_frac x padded time),
 // steps (the longest length), us_per_step (time / steps), algo (1 per-step, 2 persistent), TFLOP/s of the real
 // tokens' work and peak_frac (over the bf16 GEMM rate measured in the run; bench/common/compute_peak.h), and
-// peak_bytes = input + output + final states + workspace (the weights, the same for both, are left out).
+// peak_bytes = input + output + final states + workspace (the weights, the same for both, are left out; their
+// bytes are the weights_bytes counter, so the report can also give the ratio with them in).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -168,6 +169,7 @@ void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo 
                     static_cast<double>(input.bytes() + output.bytes() + hn.bytes() + cn.bytes() + d_offsets.bytes() +
                                         ws_bytes));
     state.counters["tokens"] = static_cast<double>(c.tokens);
+    state.counters["weights_bytes"] = static_cast<double>(w_ih.bytes() + w_hh.bytes() + b_ih.bytes() + b_hh.bytes());
     state.counters["padded_tokens"] = static_cast<double>(c.batch * c.max_len);
     state.counters["real_frac"] = c.max_len == 0 ? 1.0 : static_cast<double>(c.tokens) / (c.batch * c.max_len);
     state.counters["steps"] = static_cast<double>(c.max_len);

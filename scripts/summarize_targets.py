@@ -37,7 +37,7 @@ ALL_TARGETS = [
     "issue 3: >= 2x CUB (tiny rows, one huge row)",
     "issue 3: never slower than CUB",
     "issue 4: ragged time <= 1.15 x real_frac x padded",
-    "issue 4: ragged peak <= 1.1 x real_frac x padded",
+    "issue 4: ragged peak <= 1.1 x real_frac x padded (weights excluded)",
     "issue 4: >= 2x faster than PyTorch packed",
     "issue 4: never slower than PyTorch packed",
     "issue 5: >= 0.9 x PyTorch flash (long, bf16, d128)",
@@ -284,10 +284,24 @@ def cut_short(torch_report):
     return " The run was cut short: these are the entries it finished." if torch_report.get("complete") is False else ""
 
 
+def rnn_weights_bytes(op, case, run):
+    """The layer's weights and biases in bytes: bench_rnn.cu's weights_bytes counter, or for runs without it one
+    unidirectional layer of input size H, as bench_rnn.cu builds it, from the case name."""
+    if run.get("weights_bytes"):
+        return run["weights_bytes"]
+    gates = {"rnn_lstm": 4, "rnn_gru": 3}.get(op)
+    hidden = field(case, "hidden")
+    if gates is None or hidden is None:
+        return None
+    element = 2 if field(case, "dtype") in ("bf16", "f16") else 4
+    h = int(hidden)
+    return float(element * (2 * gates * h * h + 2 * gates * h))
+
+
 def rnn_section(report, runs, torch_rnn):
     report.add("## Issue 4: packed LSTM / GRU")
     report.add()
-    rows = []
+    rows, with_weights = [], []
     for name, run in sorted(runs.items(), key=lambda item: natural_key(item[0])):
         op, impl, case = split(name)
         if (not op.startswith("rnn_") or impl != "ragged" or field(case, "algo") or field(case, "cublas_ws")
@@ -310,15 +324,21 @@ def rnn_section(report, runs, torch_rnn):
             f"{op}/ragged/{case}/algo:per_step/launch:ordinary")
         ordinary_ratio = ordinary["seconds"] / per_step_run["seconds"] if ordinary and per_step_run else None
         real = run.get("real_frac")
-        checks, time_ratio, peak_ratio = [], None, None
+        checks, time_ratio, peak_ratio, peak_with_weights = [], None, None, None
         if padded and real:
             time_ratio = run["seconds"] / (real * padded["seconds"])
             checks.append("time " + report.judge("issue 4: ragged time <= 1.15 x real_frac x padded", time_ratio,
                                                  1.15, name, at_least=False))
             if run.get("peak_bytes") and padded.get("peak_bytes"):
                 peak_ratio = run["peak_bytes"] / (real * padded["peak_bytes"])
-                checks.append("peak " + report.judge("issue 4: ragged peak <= 1.1 x real_frac x padded", peak_ratio,
-                                                     1.1, name, at_least=False))
+                checks.append("peak " + report.judge("issue 4: ragged peak <= 1.1 x real_frac x padded (weights excluded)",
+                                                     peak_ratio, 1.1, name, at_least=False))
+                # The weights, the same on both sides, are left out of peak_bytes (bench_rnn.cu); with them in,
+                # the ratio grows where they weigh against the activations (small batches, large H).
+                weights = rnn_weights_bytes(op, case, run)
+                if weights is not None:
+                    peak_with_weights = (run["peak_bytes"] + weights) / (real * (padded["peak_bytes"] + weights))
+                    with_weights.append(peak_with_weights)
         ws_time = ragged_ws["seconds"] / run["seconds"] if ragged_ws else None
         ws_peak = None
         if ragged_ws and padded_ws and real and ragged_ws.get("peak_bytes") and padded_ws.get("peak_bytes"):
@@ -339,6 +359,7 @@ def rnn_section(report, runs, torch_rnn):
         rows.append([op, case, fmt(run["seconds"] * 1e3), algo,
                      fmt(other["seconds"] * 1e3) if other else "-",
                      fmt(padded["seconds"] * 1e3) if padded else "-", fmt(real), fmt(time_ratio), fmt(peak_ratio),
+                     fmt(peak_with_weights),
                      fmt(ragged_us), fmt(floor_us[0]), fmt(floor_us[1]),
                      fmt(floor_us[1] / ragged_us) if floor_us[1] and ragged_us else "-",
                      "/".join(fmt(f) for f in floor_us[2:]), enqueue,
@@ -347,13 +368,22 @@ def rnn_section(report, runs, torch_rnn):
                      fmt(invariant["seconds"] / run["seconds"]) if invariant else "-", fmt(ordinary_ratio),
                      "; ".join(checks)])
     report.table(["op", "case", "ragged ms", "path", "other path forced ms", "padded ms", "real_frac",
-                  "time / (real_frac x padded)", "peak / (real_frac x padded)", "ragged us/step",
+                  "time / (real_frac x padded)", "peak / (real_frac x padded)",
+                  "peak with weights / (real_frac x padded with weights)", "ragged us/step",
                   "floor us/step: barrier", "floor us/step: barrier + h exchange", "exchange floor / ragged step",
                   "floor us/step: weights streamed, row-major / rotated / packed",
                   "host enqueue / time: ragged / other path forced", "of GEMM peak",
                   "4 MiB cuBLAS ws: time / default", "4 MiB cuBLAS ws: peak / (real_frac x padded)",
                   "batch-invariant projection: time / default",
                   "per-step path, ordinary launches: time / dependent", "targets"], rows)
+    if with_weights:
+        over = sum(1 for ratio in with_weights if ratio > 1.1)
+        report.add(f"peak_bytes holds the input, output, final states and workspace; the layer's weights, the same "
+                   f"for ragged and padded, are left out of both, and the peak target is judged without them. With "
+                   f"them in both peaks, {over} of {len(with_weights)} cases are above 1.1 (worst "
+                   f"{fmt(max(with_weights))}): where the weights outweigh the activations, no packing can bring "
+                   f"the total to real_frac of the padded one.")
+        report.add()
     if torch_rnn is None:
         report.judge("issue 4: >= 2x faster than PyTorch packed", None, 2.0, "no torch_rnn.json")
         report.add("PyTorch comparison: no torch_rnn.json given.")
