@@ -38,6 +38,7 @@
 
 #include "bench/common/compute_peak.h"
 #include "bench/common/distributions.h"
+#include "bench/common/rnn_lengths.h"
 #include "bench/common/device_data.h"
 #include "bench/common/gpu_timer.h"
 #include "bench/common/suite.h"
@@ -75,13 +76,7 @@ struct RnnCase {
 RnnCase make_case(RnnMode mode, LengthDistribution distribution, std::int64_t batch, std::int64_t hidden,
                   std::int64_t mean, bool bf16) {
   RnnCase c{mode, distribution, batch, hidden, mean, bf16, {}, 0, 0};
-  LengthSpec spec;
-  spec.distribution = distribution;
-  spec.batch = batch;
-  spec.mean = static_cast<double>(mean);
-  spec.max_len = distribution == LengthDistribution::kOneHuge ? batch * mean : 4 * mean;
-  spec.seed = 0x2a11u + static_cast<std::uint64_t>(distribution) * 977 + static_cast<std::uint64_t>(batch);
-  c.lengths = make_lengths(spec);
+  c.lengths = rnn_case_lengths(distribution, batch, mean);
   for (const std::int64_t l : c.lengths) {
     c.tokens += l;
     c.max_len = std::max(c.max_len, l);

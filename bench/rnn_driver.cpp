@@ -20,6 +20,12 @@
 // Writes DIR/output.bin [sum(lengths), dirs * state], DIR/hn.bin, DIR/cn.bin (LSTM) in dtype, and prints one
 // JSON line: {"ok": true, "algo": "...", "median_ms": ..., "runs": N, "workspace_bytes": ...}. Any failure prints
 // {"ok": false, "error": "..."} and exits with 1.
+//
+//   ragged_rnn_driver --lengths DISTRIBUTION BATCH MEAN
+//
+// prints the lengths of the RNN benchmark case with that distribution (uniform, lognormal, ...), batch and mean
+// length, one line, space-separated (bench/common/rnn_lengths.h), and touches no GPU: scripts/torch_rnn.py
+// times PyTorch on them, so its cases are bench_rnn.cu's.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -33,6 +39,7 @@
 #include <vector>
 
 #include "bench/common/raw_files.h"
+#include "bench/common/rnn_lengths.h"
 #include "ragged/buffer.h"
 #include "ragged/reference_rnn.h"
 #include "ragged/rnn.h"
@@ -241,11 +248,34 @@ std::string escape(const std::string& text) {
   return out;
 }
 
+// --lengths DISTRIBUTION BATCH MEAN: the benchmark case's lengths on one line.
+int print_case_lengths(const std::string& distribution, const std::string& batch, const std::string& mean) {
+  try {
+    std::size_t batch_end = 0, mean_end = 0;
+    const long long b = std::stoll(batch, &batch_end), m = std::stoll(mean, &mean_end);
+    if (batch_end != batch.size() || mean_end != mean.size() || b < 0 || m < 0)
+      throw std::invalid_argument("BATCH and MEAN must be non-negative integers");
+    const std::vector<std::int64_t> lengths =
+        ragged::bench::rnn_case_lengths(ragged::bench::distribution_from_name(distribution), b, m);
+    std::string line;
+    for (const std::int64_t length : lengths) line += (line.empty() ? "" : " ") + std::to_string(length);
+    std::printf("%s\n", line.c_str());
+    return 0;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "--lengths %s %s %s: %s\n", distribution.c_str(), batch.c_str(), mean.c_str(), error.what());
+    return 2;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 5 && std::string(argv[1]) == "--lengths") return print_case_lengths(argv[2], argv[3], argv[4]);
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR (see the comment at the top of bench/rnn_driver.cpp)\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s DIR, or %s --lengths DISTRIBUTION BATCH MEAN (see the comment at the top of "
+                 "bench/rnn_driver.cpp)\n",
+                 argv[0], argv[0]);
     return 2;
   }
   try {

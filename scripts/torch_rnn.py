@@ -9,12 +9,15 @@
    (ragged_rnn_driver, fed the same weights and inputs through raw files). TF32 is disabled for both.
    PyTorch refuses zero-length sequences in a PackedSequence, so the checks use lengths >= 1 (ragged's own
    tests cover zero lengths).
-2. Timings, same shapes as bench/bench_rnn.cu (one LSTM or GRU layer, input = hidden, batch 16 / 64, hidden
-   256 / 1024, bfloat16, mean length 128 from uniform / lognormal / bimodal lengths clamped to 4 x mean, at
-   least 1), plus lognormal lengths at ELSEWHERE_SHAPES (outside the issue's 2x region, where ragged must not be
-   slower): torch_packed (the layer on a prepared PackedSequence), torch_padded (the same layer on the padded
-   batch) and ragged (rnn_forward through the driver, which times its own runs with CUDA events). Median of
-   --repeats.
+2. Timings, the cases of bench/bench_rnn.cu under the same names (one LSTM or GRU layer, input = hidden, batch
+   16 / 64, hidden 256 / 1024, bfloat16, mean length 128 from uniform / lognormal / bimodal lengths), on the
+   same lengths: the driver prints them (`ragged_rnn_driver --lengths`, bench/common/rnn_lengths.h). Plus
+   lognormal lengths at ELSEWHERE_SHAPES (outside the issue's 2x region, where ragged must not be slower).
+   torch_packed (the layer on a prepared PackedSequence), torch_padded (the same layer on the padded batch) and
+   ragged (rnn_forward through the driver, which times its own runs with CUDA events). PyTorch cannot pack a
+   zero-length sequence, so torch runs without the case's empty ones (no tokens, no work); ragged runs them all.
+   Median of --repeats, after WARMUP runs; each run is synchronised (cuDNN's packed path is host-bound at these
+   sizes, so the host's launch time is part of what it costs).
 
 With --device cpu (no GPU needed): torch runs on the CPU and the driver runs ragged's CPU reference (algo
 reference), checks only. That holds the reference, which every GPU test is judged against, to PyTorch's own
@@ -25,6 +28,7 @@ and every timing, rewritten after each entry ("complete": false until the end, s
 keeps what it finished); exits 1 when a check fails or the driver fails.
 """
 import argparse
+import gc
 import json
 import math
 import os
@@ -44,6 +48,8 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 TOLERANCE = {"float32": 2e-5, "float16": 8e-3, "bfloat16": 6e-2}
 # (batch, hidden) of the timings outside the issue's 2x region.
 ELSEWHERE_SHAPES = ((256, 256), (256, 1024), (64, 128), (16, 2048))
+# Untimed runs before each timed series: the first calls of a shape pick cuDNN's plan and warm its caches.
+WARMUP = 3
 
 
 def run_driver(driver, workdir, config):
@@ -134,48 +140,52 @@ def check_case(driver, workdir, mode, dtype, layers, bidirectional, proj, algo, 
     return case
 
 
-def draw_lengths(distribution, batch, mean, rng):
-    if distribution == "uniform":
-        raw = rng.uniform(0, 2 * mean + 1, size=batch) - 0.5
-    elif distribution == "lognormal":
-        raw = rng.lognormal(math.log(mean) - 0.5, 1.0, size=batch)
-    elif distribution == "bimodal":
-        centers = np.where(rng.random(batch) < 0.5, 0.25 * mean, 1.75 * mean)
-        raw = rng.normal(centers, 0.1 * centers)
-    else:
-        raise ValueError(distribution)
-    return [int(v) for v in np.clip(np.rint(raw), 1, 4 * mean)]
+def case_lengths(driver, distribution, batch, mean):
+    """The lengths bench_rnn.cu times for this case, from the driver (the same seeded generator)."""
+    proc = subprocess.run([driver, "--lengths", distribution, str(batch), str(mean)], capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{driver} --lengths {distribution} {batch} {mean}: {proc.stderr.strip()}")
+    return [int(v) for v in proc.stdout.split()]
 
 
 def cuda_time_ms(fn, repeats):
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+    """Median of `repeats` synchronised runs after WARMUP ones, with the events made beforehand and the garbage
+    collector held off, so that neither lands inside a timed run."""
+    for _ in range(WARMUP):
         fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    times.sort()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for start, stop in events:
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+    finally:
+        if collecting:
+            gc.enable()
+    times = sorted(start.elapsed_time(stop) for start, stop in events)
     return times[len(times) // 2]
 
 
-def timing_case(driver, workdir, mode, distribution, batch, hidden, dtype, repeats, rng):
+def timing_case(driver, workdir, mode, distribution, batch, hidden, dtype, repeats):
     mean = 128
-    lengths = draw_lengths(distribution, batch, mean, rng)
+    lengths = case_lengths(driver, distribution, batch, mean)
     module = make_module(mode, hidden, hidden, 0, 1, False, dtype, "cuda")
     x_list = [torch.rand(n, hidden, device="cuda", dtype=DTYPES[dtype]) * 2 - 1 for n in lengths]
+    torch_list = [x for x in x_list if x.shape[0] > 0]
     tag = f"{distribution}/dtype:{'bf16' if dtype == 'bfloat16' else 'f32'}/batch:{batch}/hidden:{hidden}/mean:{mean}"
     entries = []
     with torch.no_grad():
-        packed = torch.nn.utils.rnn.pack_sequence(x_list, enforce_sorted=False)
-        padded = torch.nn.utils.rnn.pad_sequence(x_list, batch_first=False)
+        packed = torch.nn.utils.rnn.pack_sequence(torch_list, enforce_sorted=False)
+        padded = torch.nn.utils.rnn.pad_sequence(torch_list, batch_first=False)
         entries.append({"name": f"rnn_{mode}/torch_packed/" + tag, "ms": cuda_time_ms(lambda: module(packed), repeats)})
         entries.append({"name": f"rnn_{mode}/torch_padded/" + tag, "ms": cuda_time_ms(lambda: module(padded), repeats)})
         entries.append({"name": f"rnn_{mode}/torch_pack_sequence/" + tag,
-                        "ms": cuda_time_ms(lambda: torch.nn.utils.rnn.pack_sequence(x_list, enforce_sorted=False),
+                        "ms": cuda_time_ms(lambda: torch.nn.utils.rnn.pack_sequence(torch_list, enforce_sorted=False),
                                            repeats)})
     config = export(module, workdir, mode, dtype, lengths, x_list, None, None, "auto", repeats)
     result = run_driver(driver, workdir, config)
@@ -248,12 +258,12 @@ def main():
                     for batch in (16, 64):
                         for hidden in (256, 1024):
                             add("timings", timing_case(args.driver, workdir, mode, distribution, batch, hidden,
-                                                       "bfloat16", args.repeats, rng))
+                                                       "bfloat16", args.repeats))
                 # Outside the issue's 2x region (batch <= 64, hidden 256..1024), where ragged must only never be
                 # slower: a large batch, a small and a large hidden size.
                 for batch, hidden in ELSEWHERE_SHAPES:
                     add("timings", timing_case(args.driver, workdir, mode, "lognormal", batch, hidden, "bfloat16",
-                                               args.repeats, rng))
+                                               args.repeats))
     add("checks", [], complete=True)
     failed = failures()
     print(f"torch_rnn: {len(failed)} failure(s); wrote {args.out}")

@@ -63,6 +63,13 @@ const char* distribution_name(LengthDistribution distribution) {
   return "unknown";
 }
 
+LengthDistribution distribution_from_name(const std::string& name) {
+  for (const LengthDistribution d : synthetic_distributions())
+    if (name == distribution_name(d)) return d;
+  if (name == distribution_name(LengthDistribution::kFile)) return LengthDistribution::kFile;
+  throw std::invalid_argument("unknown length distribution '" + name + "'");
+}
+
 std::vector<LengthDistribution> synthetic_distributions() {
   return {LengthDistribution::kUniform,  LengthDistribution::kNormal,  LengthDistribution::kLognormal,
           LengthDistribution::kPowerLaw, LengthDistribution::kBimodal, LengthDistribution::kOneHuge};

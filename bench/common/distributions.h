@@ -22,6 +22,8 @@ enum class LengthDistribution {
 };
 
 const char* distribution_name(LengthDistribution distribution);
+// The distribution distribution_name gives `name`; throws std::invalid_argument naming it otherwise.
+LengthDistribution distribution_from_name(const std::string& name);
 
 // Every distribution except kFile.
 std::vector<LengthDistribution> synthetic_distributions();

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bench/common/distributions.h"
+#include "bench/common/rnn_lengths.h"
 
 using namespace ragged::bench;
 
@@ -147,4 +148,23 @@ TEST_CASE("lengths files: read, resampled, scaled; bad lines named", "[bench][le
   REQUIRE_THROWS_AS(read_lengths_file(junk), std::runtime_error);
   std::remove(junk.c_str());
   REQUIRE_THROWS_AS(read_lengths_file("no/such/ragged_lengths.txt"), std::runtime_error);
+}
+
+TEST_CASE("distribution names round-trip, and an unknown one is named", "[bench][lengths]") {
+  for (const LengthDistribution d : synthetic_distributions()) REQUIRE(distribution_from_name(distribution_name(d)) == d);
+  REQUIRE(distribution_from_name("file") == LengthDistribution::kFile);
+  REQUIRE_THROWS_WITH(distribution_from_name("zipf"), Catch::Contains("'zipf'"));
+}
+
+TEST_CASE("an RNN case's lengths are the same on every call and within its clamp", "[bench][lengths]") {
+  // scripts/torch_rnn.py times PyTorch on these through ragged_rnn_driver --lengths, bench_rnn.cu ragged on them.
+  for (const LengthDistribution d : synthetic_distributions()) {
+    for (const std::int64_t batch : {0, 1, 16, 64}) {
+      const std::vector<std::int64_t> a = rnn_case_lengths(d, batch, 128), b = rnn_case_lengths(d, batch, 128);
+      REQUIRE(a == b);
+      REQUIRE(a.size() == static_cast<std::size_t>(batch));
+      const std::int64_t clamp = d == LengthDistribution::kOneHuge ? batch * 128 : 4 * 128;
+      for (const std::int64_t length : a) REQUIRE((length >= 0 && length <= clamp));
+    }
+  }
 }
