@@ -47,6 +47,8 @@ Status validate_offsets(void* d_workspace, std::size_t& workspace_bytes, const O
                         cudaStream_t stream);
 
 // Host versions. They return the first failure and name the bad index in last_error_message().
+// lengths_to_offsets_host stops there: on a failure at sequence b, offsets[0..b] are written and the entries
+// after them are left as they were (the device version writes every entry, saturating).
 template <typename LengthT, typename OffsetT>
 Status lengths_to_offsets_host(const LengthT* lengths, std::int64_t batch, OffsetT* offsets);
 
