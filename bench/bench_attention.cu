@@ -106,14 +106,18 @@ void bench_fused(benchmark::State& state, const AttentionCase& c, bool padded_la
     fill_uniform(k, 1.0f, 2u, stream);
     fill_uniform(v, 1.0f, 3u, stream);
     DeviceBuffer<std::int32_t> index(case_index(c, padded_layout), stream);
+    // The log-sum-exp too, as the op's callers need it for the backward pass and PyTorch's flash kernels always
+    // write it: both sides store the same outputs.
+    DeviceBuffer<float> lse(static_cast<std::size_t>(rows * c.heads), stream);
     AttentionArgs<Bf16, std::int32_t> a =
         case_args(c, padded_layout, q.data(), k.data(), v.data(), o.data(), index.data());
+    a.lse = lse.data();
     a.query_tile = query_tile;
     std::size_t ws_bytes = 0;
     if (!ok_or_skip(state, varlen_attention_forward(nullptr, ws_bytes, a, stream), "workspace query")) return;
     DeviceBuffer<unsigned char> ws(ws_bytes > 0 ? ws_bytes : 1, stream);
     time_on_gpu(state, [&](cudaStream_t st) { return varlen_attention_forward(ws.data(), ws_bytes, a, st); });
-    set_counters(state, c, static_cast<double>(4 * q.bytes() + index.bytes() + ws_bytes));
+    set_counters(state, c, static_cast<double>(4 * q.bytes() + lse.bytes() + index.bytes() + ws_bytes));
     state.counters["query_tile"] = attention_query_tile(a);
     if (verify_results() && !state.error_occurred())
       verify_attention(state, c, padded_layout, q, k, v, o, padded_layout ? "padded" : "ragged");
