@@ -4,7 +4,8 @@
     merge_bench_json.py [--append] OUT FOLDER SUITE [SUITE ...]
 
 Reads FOLDER/SUITE.json for each suite and writes OUT: the first readable suite's context, every suite's
-benchmarks. With --append, OUT's own content (when it can be read) comes first and keeps its context. A suite
+benchmarks, and each suite's own denominators (copy bandwidth, bf16 GEMM rate: every suite measures its own) in
+the context's "suite_denominators". With --append, OUT's own content (when it can be read) comes first and keeps its context. A suite
 named SUITE@NAME=VALUE is a run of SUITE with the environment variable NAME set to VALUE (an A/B run of a library
 switch, scripts/gpu-check.sh's RAGGED_BENCH_AB): each of its benchmarks is renamed with "/with:NAME=VALUE" before
 its "/manual_time", so that it pairs with the default run's benchmark of the same name, and NAME=VALUE is listed in
@@ -57,7 +58,7 @@ def tag_runs(data, setting):
 
 
 def merge(out, folder, suites, append=False):
-    merged, truncated, settings = None, [], []
+    merged, truncated, settings, denominators = None, [], [], {}
     if append and os.path.exists(out):
         try:
             merged, _ = read_suite(out)
@@ -78,6 +79,13 @@ def merge(out, folder, suites, append=False):
             truncated.append(suite)
             print(f"bench.json: suite {suite} was cut short; kept its {len(data.get('benchmarks', []))} "
                   "complete benchmark(s)")
+        # Each suite measures its own denominators (copy bandwidth, bf16 GEMM rate) and divides its rows by them:
+        # keep every suite's, as the merged context holds only the first one's.
+        own = {key: data.get("context", {}).get(key)
+               for key in ("copy_bytes_per_second", "bf16_gemm_flops_per_second")
+               if data.get("context", {}).get(key) is not None}
+        if own and "@" not in suite:
+            denominators[suite] = own
         if merged is None:
             merged = data
         else:
@@ -87,6 +95,8 @@ def merge(out, folder, suites, append=False):
     context = merged.setdefault("context", {})
     if truncated:
         context["truncated_suites"] = ",".join(filter(None, [context.get("truncated_suites")] + truncated))
+    if denominators:
+        context["suite_denominators"] = dict(context.get("suite_denominators", {}), **denominators)
     if settings:
         context["ab_settings"] = ",".join(filter(None, [context.get("ab_settings")] + settings))
     with open(out, "w") as f:

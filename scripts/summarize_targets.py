@@ -550,6 +550,15 @@ def main(argv):
                + (f"; suites cut short: {context['truncated_suites']}" if context.get("truncated_suites") else "")
                + ".")
     report.add()
+    suites = context.get("suite_denominators") or {}
+    if len(suites) > 1:  # each suite divides its own rows by what it measured
+        report.add("Each suite's own denominators: " + "; ".join(
+            f"{suite} " + ", ".join(
+                f"{float(value) * scale:.0f} {unit}" for key, scale, unit in
+                (("copy_bytes_per_second", 1e-9, "GB/s"), ("bf16_gemm_flops_per_second", 1e-12, "TFLOP/s"))
+                if (value := own.get(key)) is not None)
+            for suite, own in sorted(suites.items())) + ".")
+        report.add()
     if float(context.get("size_scale", 1) or 1) != 1.0:
         report.add(f"**Not a result: a shrunk run** (RAGGED_BENCH_SCALE={context['size_scale']}): every case is "
                    "smaller than the targets are stated for: the verdicts below show that the report reads the run, "
