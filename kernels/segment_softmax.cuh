@@ -251,6 +251,11 @@ __device__ void normalize_tiny_row(const SegmentSoftmaxArgs<T, OffsetT>& a, Tiny
 template <typename Op, typename T, int V>
 constexpr bool kMaySweep = Op::kFloatsPerLane / V < softmax_min_chunk_tokens(Op::kBackward, sizeof(T));
 
+// Whether normalize_unit loads a register tile raw and widens it after: 16-bit elements one at a time (V = 1, D
+// not a multiple of 8), whose scalar loads ptxas otherwise waited on one by one (see load_tile).
+template <typename T, int V>
+constexpr bool kHoldRawTile = V == 1 && sizeof(T) < sizeof(float);
+
 enum class Pass {
   kFirst,        // statistic; the output too when the row is one chunk
   kSecond,       // the second-pass kernel: output of the rows that do not finish locally
@@ -306,16 +311,45 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
   auto load_tile = [&](int s) {
     const int n = count(s);
     const std::int64_t offset = at(s);
+    if constexpr (kHoldRawTile<T, V>) {
+      // Every load of the tile is issued before any item is widened, as a stream's window holds its lines: widened
+      // as it landed, each 16-bit scalar load was followed at once by its conversion, and under the 128-register
+      // cap ptxas made the warp wait on 16 of a forward tile's 32 loads in turn (sm_90 SASS at 087a77a: one row of
+      // 33.5 M bf16 at D = 1 went from 294 to 334 us on the H200; float and vector loads wait once). The pads are
+      // exact in T, so the items are the same.
+      Vec<T, V> raw_x[N], raw_dy[N];
 #pragma unroll
-    for (int i = 0; i < N; ++i) {
-      if (i < n) {
-        load_floats<T, V>(a.x + offset + i * stride, x[i]);
-        if constexpr (Op::kBackward) load_floats<T, V>(a.dy + offset + i * stride, dy[i]);
-      } else {
+      for (int i = 0; i < N; ++i) {
 #pragma unroll
         for (int v = 0; v < V; ++v) {
-          x[i][v] = Op::kPadX;
-          dy[i][v] = Op::kPadDy;
+          raw_x[i].v[v] = from_float<T>(Op::kPadX);
+          raw_dy[i].v[v] = from_float<T>(Op::kPadDy);
+        }
+        if (i < n) {
+          raw_x[i] = *reinterpret_cast<const Vec<T, V>*>(a.x + offset + i * stride);
+          if constexpr (Op::kBackward) raw_dy[i] = *reinterpret_cast<const Vec<T, V>*>(a.dy + offset + i * stride);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          x[i][v] = to_float(raw_x[i].v[v]);
+          dy[i][v] = to_float(raw_dy[i].v[v]);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        if (i < n) {
+          load_floats<T, V>(a.x + offset + i * stride, x[i]);
+          if constexpr (Op::kBackward) load_floats<T, V>(a.dy + offset + i * stride, dy[i]);
+        } else {
+#pragma unroll
+          for (int v = 0; v < V; ++v) {
+            x[i][v] = Op::kPadX;
+            dy[i][v] = Op::kPadDy;
+          }
         }
       }
     }
