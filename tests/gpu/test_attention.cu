@@ -510,12 +510,24 @@ TEST_CASE("attention on RaggedTensors matches the low-level call", "[attention][
   REQUIRE_THROWS_AS(attention(q, k, bad), Error);
 }
 
+// The case of the cross-stream tests below: bf16, grouped heads 4 / 2, dim 128, a sequence without queries;
+// its expected outputs from the low-level call on the default stream.
+struct CrossStreamCase {
+  std::vector<std::int64_t> q_len{200, 0, 64}, k_len{300, 5, 64};
+  test::HostAttention<bfloat16, std::int32_t> h;
+  Output<bfloat16> expected;
+
+  explicit CrossStreamCase(std::uint64_t seed) {
+    auto rng = test::make_rng(seed);
+    h = test::random_attention<bfloat16, std::int32_t>(q_len, k_len, 4, 2, 128, false, rng);
+    expected = DeviceAttention<bfloat16, std::int32_t>(h).run();
+  }
+};
+
 TEST_CASE("attention on RaggedTensors waits for K and V on their own stream, without a host sync",
           "[attention][gpu]") {
-  auto rng = test::make_rng(609);
-  const std::vector<std::int64_t> q_len{200, 0, 64}, k_len{300, 5, 64};
-  const auto h = test::random_attention<bfloat16, std::int32_t>(q_len, k_len, 4, 2, 128, false, rng);
-  const Output<bfloat16> expected = DeviceAttention<bfloat16, std::int32_t>(h).run();
+  const CrossStreamCase c(609);
+  const auto& [q_len, k_len, h, expected] = c;
   cudaStream_t kv_stream = nullptr;
   REQUIRE_CUDA(cudaStreamCreateWithFlags(&kv_stream, cudaStreamNonBlocking));
   {
@@ -543,10 +555,8 @@ TEST_CASE("attention on RaggedTensors waits for K and V on their own stream, wit
 
 TEST_CASE("attention on RaggedTensors: K and V freed on their own stream right after the call are read first",
           "[attention][gpu]") {
-  auto rng = test::make_rng(612);
-  const std::vector<std::int64_t> q_len{200, 0, 64}, k_len{300, 5, 64};
-  const auto h = test::random_attention<bfloat16, std::int32_t>(q_len, k_len, 4, 2, 128, false, rng);
-  const Output<bfloat16> expected = DeviceAttention<bfloat16, std::int32_t>(h).run();
+  const CrossStreamCase c(612);
+  const auto& [q_len, k_len, h, expected] = c;
   cudaStream_t q_stream = nullptr, kv_stream = nullptr;
   REQUIRE_CUDA(cudaStreamCreateWithFlags(&q_stream, cudaStreamNonBlocking));
   REQUIRE_CUDA(cudaStreamCreateWithFlags(&kv_stream, cudaStreamNonBlocking));
