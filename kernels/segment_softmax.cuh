@@ -25,6 +25,7 @@
 #include <string>
 
 #include "launch.cuh"
+#include "register_tile.cuh"
 #include "segment_common.cuh"
 #include "segment_launch.h"
 #include "validate.h"
@@ -152,6 +153,13 @@ __device__ __forceinline__ void accumulate_tile(typename Op::Stat& st, const flo
       st, [&](int i) { return x[i][v]; }, [&](int i) { return dy[i][v]; }, [](int) { return true; }, log);
 }
 
+template <typename Op, typename T, int N, int V>
+__device__ __forceinline__ void accumulate_tile(typename Op::Stat& st, const RegisterTile<T, N, V>& x,
+                                                const RegisterTile<T, N, V>& dy, int v, bool log) {
+  Op::template accumulate<N>(
+      st, [&](int i) { return x(i, v); }, [&](int i) { return dy(i, v); }, [](int) { return true; }, log);
+}
+
 // Forward, a row of one register tile (a unit's, or a stream's window's lines): the column's statistic in the
 // reference's two passes. The maximum M over the row (fmaxf: NaN skipped, carried by the sum instead), merged over
 // the phases, then the sum of exp(x - M), merged likewise, both handed to every lane of the column. Why: the online
@@ -251,11 +259,6 @@ __device__ void normalize_tiny_row(const SegmentSoftmaxArgs<T, OffsetT>& a, Tiny
 template <typename Op, typename T, int V>
 constexpr bool kMaySweep = Op::kFloatsPerLane / V < softmax_min_chunk_tokens(Op::kBackward, sizeof(T));
 
-// Whether normalize_unit loads a register tile raw and widens it after: 16-bit elements one at a time (V = 1, D
-// not a multiple of 8), whose scalar loads ptxas otherwise waited on one by one (see load_tile).
-template <typename T, int V>
-constexpr bool kHoldRawTile = V == 1 && sizeof(T) < sizeof(float);
-
 enum class Pass {
   kFirst,        // statistic; the output too when the row is one chunk
   kSecond,       // the second-pass kernel: output of the rows that do not finish locally
@@ -306,53 +309,14 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
     const std::int64_t items = left > 0 ? divmod_nonnegative(left + g.phases - 1, g.phases).quot : 0;
     return !slot.active || left <= 0 ? 0 : items < N ? static_cast<int>(items) : N;
   };
-  float x[N][V];
-  float dy[N][V];
+  RegisterTile<T, N, V> x, dy;
   auto load_tile = [&](int s) {
     const int n = count(s);
     const std::int64_t offset = at(s);
-    if constexpr (kHoldRawTile<T, V>) {
-      // Every load of the tile is issued before any item is widened, as a stream's window holds its lines: widened
-      // as it landed, each 16-bit scalar load was followed at once by its conversion, and under the 128-register
-      // cap ptxas made the warp wait on 16 of a forward tile's 32 loads in turn (sm_90 SASS at 087a77a: one row of
-      // 33.5 M bf16 at D = 1 went from 294 to 334 us on the H200; float and vector loads wait once). The pads are
-      // exact in T, so the items are the same.
-      Vec<T, V> raw_x[N], raw_dy[N];
-#pragma unroll
-      for (int i = 0; i < N; ++i) {
-#pragma unroll
-        for (int v = 0; v < V; ++v) {
-          raw_x[i].v[v] = from_float<T>(Op::kPadX);
-          raw_dy[i].v[v] = from_float<T>(Op::kPadDy);
-        }
-        if (i < n) {
-          raw_x[i] = *reinterpret_cast<const Vec<T, V>*>(a.x + offset + i * stride);
-          if constexpr (Op::kBackward) raw_dy[i] = *reinterpret_cast<const Vec<T, V>*>(a.dy + offset + i * stride);
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < N; ++i) {
-#pragma unroll
-        for (int v = 0; v < V; ++v) {
-          x[i][v] = to_float(raw_x[i].v[v]);
-          dy[i][v] = to_float(raw_dy[i].v[v]);
-        }
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < N; ++i) {
-        if (i < n) {
-          load_floats<T, V>(a.x + offset + i * stride, x[i]);
-          if constexpr (Op::kBackward) load_floats<T, V>(a.dy + offset + i * stride, dy[i]);
-        } else {
-#pragma unroll
-          for (int v = 0; v < V; ++v) {
-            x[i][v] = Op::kPadX;
-            dy[i][v] = Op::kPadDy;
-          }
-        }
-      }
-    }
+    x.load(n, [&](int i) { return a.x + offset + i * stride; }, Op::kPadX);
+    if constexpr (Op::kBackward) dy.load(n, [&](int i) { return a.dy + offset + i * stride; }, Op::kPadDy);
+    x.widen();
+    if constexpr (Op::kBackward) dy.widen();
   };
 
   // First pass: every tile, folded into the statistic. Second passes: only the last tile here (the write loop
@@ -365,7 +329,7 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
     load_tile(s);
     if (!second_pass && !one_tile) {
 #pragma unroll
-      for (int v = 0; v < V; ++v) accumulate_tile<Op, N, V>(st[v], x, dy, v, kLog);
+      for (int v = 0; v < V; ++v) accumulate_tile<Op>(st[v], x, dy, v, kLog);
     }
   }
   if (second_pass) {
@@ -376,7 +340,7 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
     // Every item, pads included: a pad (-inf) adds exp(-inf - M) = +0, or NaN where M is -inf, i.e. where the
     // column's real items are all -inf or NaN and its sum is NaN anyway; so the window's bits, which skip them.
     if constexpr (!Op::kBackward)
-      one_tile_statistic<N, V>(st, [&](int i, int v) { return x[i][v]; }, [](int) { return true; }, g, slot);
+      one_tile_statistic<N, V>(st, [&](int i, int v) { return x(i, v); }, [](int) { return true; }, g, slot);
   } else {
     if (g.narrow) merge_phases_to_all(st, g, slot);
     if (!single) {
@@ -411,7 +375,7 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
       if (i >= n) continue;
       float y[V];
 #pragma unroll
-      for (int v = 0; v < V; ++v) y[v] = Op::template apply<kLog>(scale[v], x[i][v], Op::kBackward ? dy[i][v] : 0.0f);
+      for (int v = 0; v < V; ++v) y[v] = Op::template apply<kLog>(scale[v], x(i, v), Op::kBackward ? dy(i, v) : 0.0f);
       store_floats<T, V>(a.out + offset, y);
     }
   }
@@ -729,30 +693,21 @@ __device__ void normalize_block_row(const SegmentSoftmaxArgs<T, OffsetT>& a, std
   typename Op::Stat st[V];
 #pragma unroll 1
   for (int k0 = 0; k0 < items; k0 += N) {
-    float x[N][V];
-    float dy[N][V];
+    RegisterTile<T, N, V> x, dy;
+    const int n = items - k0 < N ? items - k0 : N;
+    const std::int64_t at = at0 + k0 * global_step;
+    x.load(n, [&](int i) { return a.x + at + i * global_step; }, Op::kPadX);
+    if constexpr (Op::kBackward) dy.load(n, [&](int i) { return a.dy + at + i * global_step; }, Op::kPadDy);
+    x.widen();
+    if constexpr (Op::kBackward) dy.widen();
+#pragma unroll
+    for (int v = 0; v < V; ++v) accumulate_tile<Op>(st[v], x, dy, v, kLog);
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-      if (k0 + i < items) {
-        const std::int64_t at = at0 + (k0 + i) * global_step;
-        load_floats<T, V>(a.x + at, x[i]);
-        if constexpr (Op::kBackward) load_floats<T, V>(a.dy + at, dy[i]);
-      } else {
-#pragma unroll
-        for (int v = 0; v < V; ++v) {
-          x[i][v] = Op::kPadX;
-          dy[i][v] = Op::kPadDy;
-        }
-      }
-    }
-#pragma unroll
-    for (int v = 0; v < V; ++v) accumulate_tile<Op, N, V>(st[v], x, dy, v, kLog);
-#pragma unroll
-    for (int i = 0; i < N; ++i) {
-      if (k0 + i >= items) continue;
-      const int at = staged0 + (k0 + i) * staged_step;
-      store_floats<T, V>(staged + at, x[i]);  // exact: the floats came from T
-      if constexpr (Op::kBackward) store_floats<T, V>(staged_dy + at, dy[i]);
+      if (i >= n) continue;
+      const int staged_at = staged0 + (k0 + i) * staged_step;
+      x.store(i, staged + staged_at);
+      if constexpr (Op::kBackward) dy.store(i, staged_dy + staged_at);
     }
   }
   if (g.narrow) merge_phases(st, g, slot);
