@@ -95,6 +95,31 @@ inline Status resident_grid_size(Kernel kernel, int threads, std::int64_t work_i
   return grid_size(work_items, items_per_block, per_sm, blocks);
 }
 
+// A kernel's static shared memory (cudaFuncAttributes::sharedSizeBytes), cached per kernel and device.
+inline Status static_shared_bytes(const void* kernel, std::size_t& bytes) {
+  int device = 0;
+  Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  if (s != Status::kSuccess) return s;
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, std::size_t> cache;
+  const auto key = std::make_pair(kernel, device);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto hit = cache.find(key);
+    if (hit != cache.end()) {
+      bytes = hit->second;
+      return Status::kSuccess;
+    }
+  }
+  cudaFuncAttributes attributes{};
+  s = from_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
+  if (s != Status::kSuccess) return s;
+  bytes = attributes.sharedSizeBytes;
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[key] = bytes;
+  return Status::kSuccess;
+}
+
 // The most dynamic shared memory `kernel` may use on the current device: its opt-in size minus its static shared
 // memory (`static_bytes`).
 inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max, std::size_t& static_bytes) {

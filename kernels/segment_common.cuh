@@ -111,10 +111,23 @@ __device__ __forceinline__ std::int64_t find_group(const RowWork* plan, std::int
 // launches between the row pass and the kernel, and a unit's group search costs no memory round trip. Block 0
 // also writes the plan to L.plan for the kernel after it (softmax's second pass). A larger plan was scanned by
 // CUB (build_plan) and stays in L.plan.
-__device__ __forceinline__ RowWork* shared_plan() {
+__device__ __forceinline__ unsigned char* first_pass_shared() {
   // RowWork has a constructor, which a shared-memory variable may not have: raw words, viewed as RowWork.
-  extern __shared__ std::int64_t shared_plan_words[];  // [groups + 1] RowWork (first_pass_shared_bytes)
-  return reinterpret_cast<RowWork*>(shared_plan_words);
+  extern __shared__ std::int64_t first_pass_shared_words[];  // first_pass_shared_bytes
+  return reinterpret_cast<unsigned char*>(first_pass_shared_words);
+}
+
+__device__ __forceinline__ RowWork* shared_plan() {  // [groups + 1]
+  return reinterpret_cast<RowWork*>(first_pass_shared());
+}
+
+// This warp's kMergeStageBytes of merge staging in a first-pass kernel (L.stage_merges), or null. Only the
+// first-pass kernels, whose launchers give them first_pass_shared_bytes(L), merge (normalize_unit's second
+// passes return before any merge).
+template <typename OffsetT>
+__device__ __forceinline__ unsigned char* merge_stage(const SegmentLayout<OffsetT>& L) {
+  if (!L.stage_merges) return nullptr;
+  return first_pass_shared() + merge_stage_offset(L.batch) + (threadIdx.x / kWarpSize) * kMergeStageBytes;
 }
 
 // The plan a kernel searches: the shared copy in the first-pass kernel when there is one, else L.plan. A function
@@ -765,13 +778,90 @@ __device__ __forceinline__ void merge_in_order(Acc& acc, int count, Load load) {
   }
 }
 
+// Where a merge tree's partials lie, for merges staged through shared memory (merge_staged_node): a float per
+// (slot, column) in `first`, and, where Acc::kSecondBytes > 0, an element of that many bytes in `second`.
+struct PartialArrays {
+  const float* first;
+  const void* second;
+};
+
+// Columns of a staged node merged per round trip: all of a lane's columns at most 2 (kWarpSize * 2: two
+// accumulators held), and as many as `children` partials of them fit kMergeStageBytes; a multiple of 4, so that
+// every child's piece of each array is whole 16-byte copies.
+template <typename Acc>
+__device__ __forceinline__ int staged_round_columns(int children, int cols) {
+  constexpr int kColumnBytes = 4 + Acc::kSecondBytes;
+  const int fit = static_cast<int>(kMergeStageBytes) / (children * kColumnBytes) / 4 * 4;
+  const int most = 2 * kWarpSize < fit ? 2 * kWarpSize : fit;
+  return cols < most ? cols : most;
+}
+
+// merge_node for a node of more (child, column) pairs than lanes, where the partials' rows are 16-byte aligned
+// (D, col0 and col1 multiples of 4, arrays 16-byte aligned): per round trip, cp.async copies the node's children's
+// partials of the next staged_round_columns columns into this warp's `stage` (kMergeStageBytes: each array's
+// [children][columns] in turn), then lane c merges column c (and c + 32) from there, children in order. The same
+// merges of the same values as merge_in_order's, so the same bits. Called by the whole warp.
+template <typename Acc, typename Store, typename Root>
+__device__ __forceinline__ void merge_staged_node(const PartialArrays& parts, unsigned char* stage, Store store,
+                                                  Root root, std::int64_t slot0, std::int64_t span, int children,
+                                                  std::int64_t D, std::int64_t col0, std::int64_t col1, bool is_root) {
+  constexpr int kSecond = Acc::kSecondBytes;
+  const int lane = lane_id();
+  const int cols = static_cast<int>(col1 - col0);
+  const int round = staged_round_columns<Acc>(children, cols);
+  const int first_pieces = round / 4;              // 16-byte copies per child of the floats
+  const int second_pieces = round * kSecond / 16;  // ... and of the second array's elements
+  const int first_total = children * first_pieces;
+  const int pieces = first_total + children * second_pieces;
+  // Child k's partials of column col0 + c: element (slot0 + k * span) * D + col0 + c of each array.
+  const std::int64_t child_step = span * D;
+  const unsigned char* first_src = reinterpret_cast<const unsigned char*>(parts.first + (slot0 * D + col0));
+  const unsigned char* second_src = static_cast<const unsigned char*>(parts.second) + (slot0 * D + col0) * kSecond;
+  const unsigned stage_first = smem_address(stage);
+  const unsigned stage_second = stage_first + static_cast<unsigned>(children * round * 4);
+  const float* staged_first = reinterpret_cast<const float*>(stage);
+  const unsigned char* staged_second = stage + children * round * 4;
+#pragma unroll 1
+  for (int c0 = 0; c0 < cols; c0 += round) {
+    const int width = cols - c0 < round ? cols - c0 : round;  // a multiple of 4, as cols and round are
+#pragma unroll 1
+    for (int p = lane; p < pieces; p += kWarpSize) {
+      const bool in_first = p < first_total;
+      const int q = in_first ? p : p - first_total;
+      const int per_child = in_first ? first_pieces : second_pieces;
+      const int child = q / per_child, piece = q - child * per_child;
+      const int bytes = in_first ? 4 : kSecond;
+      const unsigned char* src = (in_first ? first_src : second_src) + (child * child_step + c0) * bytes;
+      const unsigned dst = (in_first ? stage_first : stage_second) + static_cast<unsigned>((child * round) * bytes);
+      // The last range's pieces past its width copy nothing (src-size 0), from the child's first column.
+      const bool inside = piece * 16 < width * bytes;
+      cp_async_16(dst + piece * 16, inside ? src + piece * 16 : src, inside);
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncwarp();
+#pragma unroll 1
+    for (int w = 0; w < 2; ++w) {  // one accumulator live at a time: the unit kernels are tight on registers
+      const int c = lane + w * kWarpSize;
+      if (c < width) {
+        Acc acc;
+        for (int k = 0; k < children; ++k) acc.merge(Acc::staged(staged_first, staged_second, k * round + c));
+        if (is_root) root(col0 + c0 + c, acc);
+        else store(acc, slot0 * D + col0 + c0 + c);
+      }
+    }
+    __syncwarp();  // every lane has read the stage before the next range overwrites it
+  }
+}
+
 // One node of a merge tree: for each column col0 + lane, col0 + lane + 32, ... below col1, merges its
 // `children` (<= kMergeFanIn) children at partial slots slot0 + k * span in order, then store(acc, slot0 * D +
-// col), or root(col, acc) at the root. Called by the whole warp.
-template <typename Acc, typename Load, typename Store, typename Root>
-__device__ __forceinline__ void merge_node(Load load, Store store, Root root, std::int64_t slot0, std::int64_t span,
-                                           int children, std::int64_t D, std::int64_t col0, std::int64_t col1,
-                                           bool is_root) {
+// col), or root(col, acc) at the root. With a `stage` (stages_merges) a node of more pairs than lanes goes
+// through it (merge_staged_node). Called by the whole warp.
+template <typename Acc, bool kStaged, typename Load, typename Store, typename Root>
+__device__ __forceinline__ void merge_node(Load load, Store store, Root root, const PartialArrays& parts,
+                                           unsigned char* stage, std::int64_t slot0, std::int64_t span, int children,
+                                           std::int64_t D, std::int64_t col0, std::int64_t col1, bool is_root) {
   const int cols = static_cast<int>(min(col1 - col0, static_cast<std::int64_t>(kWarpSize) + 1));
   if (cols * children <= kWarpSize) {
     // A narrow node (D = 1 or 2; a wider D or a column tile's last few columns with few children): each (child,
@@ -794,6 +884,10 @@ __device__ __forceinline__ void merge_node(Load load, Store store, Root root, st
     __syncwarp();
     return;
   }
+  if (kStaged && stage != nullptr) {
+    merge_staged_node<Acc>(parts, stage, store, root, slot0, span, children, D, col0, col1, is_root);
+    return;
+  }
   for (std::int64_t col = col0 + lane_id(); col < col1; col += kWarpSize) {
     Acc acc;
     merge_in_order(acc, children, [&](int k) { return load((slot0 + k * span) * D + col); });
@@ -811,10 +905,10 @@ __device__ __forceinline__ void merge_node(Load load, Store store, Root root, st
 // (warp-uniform) when this warp merged the root. Called by the whole warp.
 // The arrival is CUDA's threadfence reduction: publish, count; the last arrival fences before it reads, so it
 // sees every sibling's stores. The counters pick the warp, never the order.
-template <typename Acc, typename OffsetT, typename Load, typename Store, typename Root>
+template <typename Acc, bool kStaged, typename OffsetT, typename Load, typename Store, typename Root>
 __device__ __forceinline__ bool merge_tile_partials(const SegmentLayout<OffsetT>& L, std::int64_t tile,
                                                     std::int64_t first, std::int64_t chunk, std::int64_t chunks,
-                                                    Load load, Store store, Root root) {
+                                                    Load load, Store store, Root root, const PartialArrays& parts) {
   const SegmentGeometry& g = L.geometry;
   std::int64_t col0 = 0, col1 = 0;
   tile_columns(g, tile, col0, col1);
@@ -828,8 +922,8 @@ __device__ __forceinline__ bool merge_tile_partials(const SegmentLayout<OffsetT>
   auto merge = [&](std::int64_t child0, std::int64_t span, std::int64_t children, bool is_root) {
     __threadfence();
     __syncwarp();  // orders lane 0's acquire (its atomic, then the fence) before every lane's loads
-    merge_node<Acc>(load, store, root, first + child0, span, static_cast<int>(children), g.inner, col0, col1,
-                    is_root);
+    merge_node<Acc, kStaged>(load, store, root, parts, kStaged ? merge_stage(L) : nullptr, first + child0, span,
+                             static_cast<int>(children), g.inner, col0, col1, is_root);
   };
   return climb_merge_tree(chunk, chunks, arrive, merge);
 }
@@ -841,9 +935,26 @@ inline Status persistent_grid(Kernel kernel, std::int64_t warp_items, unsigned& 
   return resident_grid_size(kernel, kSegmentThreads, warp_items, kSegmentThreads / kWarpSize, blocks, shared_bytes);
 }
 
-// Dynamic shared memory of the first-pass kernel: stage_plan's copy of the plan, or none.
-inline std::size_t first_pass_shared_bytes(std::int64_t batch) {
-  return plan_scanned_in_kernel(batch) ? static_cast<std::size_t>(row_groups(batch) + 1) * sizeof(RowWork) : 0;
+// Dynamic shared memory of the first-pass kernel: stage_plan's copy of the plan (or none), then the warps' merge
+// staging where the layout has it.
+template <typename OffsetT>
+inline std::size_t first_pass_shared_bytes(const SegmentLayout<OffsetT>& L) {
+  return static_cast<std::size_t>(L.stage_merges ? merge_stage_offset(L.batch) + kBlockWarps * kMergeStageBytes
+                                                 : first_pass_plan_bytes(L.batch));
+}
+
+// A first-pass kernel's shared memory past the 48 KB a block may use without opting in (a plan of up to 1024
+// groups, 24.6 KB, 32 KB of merge staging, and stage_plan's 192 static bytes: the 48 KB count static and dynamic
+// alike) needs the kernel's limit raised, before the occupancy query too (it answers for the limit in force).
+// Raised only then, so that a launch that fits pays for no attribute call; the static size is asked once per
+// kernel and device.
+template <typename Args>
+inline Status allow_first_pass_shared(void (*kernel)(Args), std::size_t shared, const char* kernel_name) {
+  constexpr std::size_t kDefaultLimit = 48 * 1024;
+  std::size_t static_bytes = 0;
+  RAGGED_RETURN_IF_ERROR(static_shared_bytes(reinterpret_cast<const void*>(kernel), static_bytes));
+  if (shared + static_bytes <= kDefaultLimit) return Status::kSuccess;
+  return set_shared_limit(reinterpret_cast<const void*>(kernel), shared, kernel_name);
 }
 
 // Launches a first- or second-pass kernel, which follows the kernel before it in the stream: as a programmatic

@@ -271,8 +271,9 @@ inline std::int64_t max_partial_chunks(std::int64_t nnz, const SegmentGeometry& 
 // combine kernel), the partials of one huge row cost an L2 round trip per 16 of them per column: at D = 64 a
 // lane merged all 2048 chunks of a 64 MB float row, 128 trips (~40 us at ~0.3 us, against ~22 us for the data),
 // and softmax's 16K, 1024 trips. The tree runs its merges while the other warps stream, and leaves
-// log_F(chunks) of them after the last chunk (3 for 2048), each F / kMergeBatch = 4 round trips per column
-// plus its fences and atomic (segment_common.cuh).
+// log_F(chunks) of them after the last chunk (3 for 2048), each its fences and atomic plus one round trip (a node
+// of at most 32 (child, column) pairs), a few through shared memory (wider nodes with 16-byte vectors:
+// kMergeStageBytes below), or F / kMergeBatch = 4 per column (the others; segment_common.cuh).
 // A warp that has stored its chunk climbs: arrive(c) returns how many warps had arrived before it at counter c
 // (its parent's); the last of the parent's children merges them, merge(first, span, children, root) with child
 // k in chunk slot first + k * span, and climbs on. Returns whether this warp merged the root.
@@ -281,6 +282,28 @@ inline std::int64_t max_partial_chunks(std::int64_t nnz, const SegmentGeometry& 
 constexpr std::int64_t kMergeFanIn = 16;
 
 RAGGED_HOST_DEVICE std::int64_t merge_parents(std::int64_t nodes) { return (nodes + kMergeFanIn - 1) / kMergeFanIn; }
+
+// Merges of more (child, column) pairs than a warp has lanes go through shared memory (merge_staged_node,
+// segment_common.cuh) where partial rows are 16-byte aligned (16-byte vectors: D a multiple of V): each
+// warp of a first-pass kernel has kMergeStageBytes there, into which cp.async copies a node's children, column
+// range after column range, with no registers held for them. Why: a lane merged such a node a column at a time, 4
+// children per round trip (what the unit kernels' registers allow inlined), so a node of 16 children and 128
+// float columns (D = 1024, 16-byte vectors) cost 16 L2 round trips, 32 in half / bfloat16, and after a huge row's
+// last chunk its tree's levels follow one another (one huge float row took 65 us for the max at D = 1024 against
+// 35.6 at D = 1, H200, 087a77a). Staged, that node is 2 round trips for a sum, 4 for softmax's (max, sum) and 7 for
+// max / min's (value, index).
+constexpr std::int64_t kMergeStageBytes = 4096;
+
+RAGGED_HOST_DEVICE bool stages_merges(const SegmentGeometry& g) { return g.vec > 1; }
+
+// Dynamic shared memory of a first-pass kernel: the plan its blocks scan (plan_scanned_in_kernel), then, 16-byte
+// aligned, each warp's merge staging where the geometry stages merges.
+RAGGED_HOST_DEVICE std::int64_t first_pass_plan_bytes(std::int64_t batch) {
+  return plan_scanned_in_kernel(batch) ? (row_groups(batch) + 1) * static_cast<std::int64_t>(sizeof(RowWork)) : 0;
+}
+RAGGED_HOST_DEVICE std::int64_t merge_stage_offset(std::int64_t batch) {
+  return (first_pass_plan_bytes(batch) + 15) / 16 * 16;
+}
 
 template <typename Arrive, typename Merge>
 RAGGED_HOST_DEVICE bool climb_merge_tree(std::int64_t chunk, std::int64_t chunks, Arrive arrive, Merge merge) {

@@ -51,6 +51,14 @@ void set_segment_scalar_rows_enabled(bool enabled);
 bool segment_subwarp_rows_enabled();
 void set_segment_subwarp_rows_enabled(bool enabled);
 
+// Whether the first-pass kernels of segment_reduce and segment_softmax (forward and backward) merge the nodes of
+// their merge trees that are wider than a warp through shared memory (stages_merges, segment_geometry.h), where the
+// geometry allows it; on unless the process started with RAGGED_SEGMENT_STAGED_MERGES=0 (then a column at a time
+// through registers, as before 2026-11-30). The same results either way; read when src/segment_reduce.cpp lays
+// out the workspace. Not thread-safe to change, as above.
+bool segment_staged_merges_enabled();
+void set_segment_staged_merges_enabled(bool enabled);
+
 // Whether segment_softmax holds its block rows in shared memory (is_block_row: segment_geometry.h); on unless
 // the process started with RAGGED_SEGMENT_BLOCK_ROWS=0 (those rows then take the chunks and the second pass).
 // Not thread-safe to change, as above.
@@ -86,6 +94,9 @@ struct SegmentLayout {
   // the workspace): segment_reduce's unit and stream loops use it; every op's row pass prefetches its offsets two
   // groups ahead unless it is 0.
   int prefetch_groups = 0;
+  // Whether the first-pass kernel has each warp's merge staging after the plan in its shared memory and merges
+  // wide nodes through it (stages_merges(geometry) and segment_staged_merges_enabled()).
+  bool stage_merges = false;
 };
 
 // plan[0] = 0 and CUB's inclusive scan of the `groups` entries of group_work into plan + 1. With

@@ -1,6 +1,6 @@
 // The process-wide settings of the segment kernels (segment_launch.h): segment_reduce's and segment_softmax's
-// row streams, scalar and sub-warp row passes, and segment_reduce's L2 prefetch; the kernels are in segment_reduce.cuh and
-// segment_softmax.cuh.
+// row streams, scalar and sub-warp row passes, staged merges, and segment_reduce's L2 prefetch; the kernels are in
+// segment_reduce.cuh and segment_softmax.cuh.
 #include <algorithm>
 
 #include "segment_launch.h"
@@ -30,6 +30,13 @@ bool& segment_subwarp_rows_setting() {
   return enabled;
 }
 
+// RAGGED_SEGMENT_STAGED_MERGES=0 in the environment starts a process whose first-pass kernels merge wide merge-tree
+// nodes a column at a time through registers, to compare the two on a GPU.
+bool& segment_staged_merges_setting() {
+  static bool enabled = switch_from_environment("RAGGED_SEGMENT_STAGED_MERGES");
+  return enabled;
+}
+
 // RAGGED_SEGMENT_PREFETCH=N (0 .. 4) in the environment starts a process that prefetches N groups ahead (0: off).
 int& segment_prefetch_setting() {
   static int groups = setting_from_environment("RAGGED_SEGMENT_PREFETCH", kSegmentPrefetchGroups, 0,
@@ -45,6 +52,8 @@ bool segment_scalar_rows_enabled() { return segment_scalar_rows_setting(); }
 void set_segment_scalar_rows_enabled(bool enabled) { segment_scalar_rows_setting() = enabled; }
 bool segment_subwarp_rows_enabled() { return segment_subwarp_rows_setting(); }
 void set_segment_subwarp_rows_enabled(bool enabled) { segment_subwarp_rows_setting() = enabled; }
+bool segment_staged_merges_enabled() { return segment_staged_merges_setting(); }
+void set_segment_staged_merges_enabled(bool enabled) { segment_staged_merges_setting() = enabled; }
 int segment_prefetch_groups() { return segment_prefetch_setting(); }
 void set_segment_prefetch_groups(int groups) {
   segment_prefetch_setting() = std::min(std::max(groups, 0), kSegmentMaxPrefetchGroups);

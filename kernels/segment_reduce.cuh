@@ -54,6 +54,9 @@ struct SumAcc {
   __device__ static SumAcc load(const float* value, const std::int64_t*, std::int64_t at) {
     return SumAcc{__ldcg(value + at)};
   }
+  // A partial as merge_staged_node staged it: the value array only.
+  static constexpr int kSecondBytes = 0;
+  __device__ static SumAcc staged(const float* value, const unsigned char*, int at) { return SumAcc{value[at]}; }
 };
 
 // Max (kMin = false) or min with the index of the winner. The selection is a total order (NaN first, then the
@@ -156,6 +159,14 @@ struct ExtremeAcc {
     ExtremeAcc r;
     r.v = __ldcg(value + at);
     r.i = __ldcg(index + at);
+    return r;
+  }
+  // A partial as merge_staged_node staged it: the value, then the 64-bit index.
+  static constexpr int kSecondBytes = sizeof(std::int64_t);
+  __device__ static ExtremeAcc staged(const float* value, const unsigned char* index, int at) {
+    ExtremeAcc r;
+    r.v = value[at];
+    r.i = static_cast<Index>(reinterpret_cast<const std::int64_t*>(index)[at]);
     return r;
   }
 };
@@ -328,11 +339,12 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v].store(a.partial_value, a.partial_index, (first + chunk) * D + slot.vcol * V + v);
   }
-  merge_tile_partials<Acc>(
+  merge_tile_partials<Acc, (V > 1)>(
       L, place.tile, first, chunk, chunks,
       [&](std::int64_t at) { return Acc::load(a.partial_value, a.partial_index, at); },
       [&](const Acc& merged, std::int64_t at) { merged.store(a.partial_value, a.partial_index, at); },
-      [&](std::int64_t col, const Acc& merged) { write_result(a, b, col, merged, length); });
+      [&](std::int64_t col, const Acc& merged) { write_result(a, b, col, merged, length); },
+      PartialArrays{a.partial_value, a.partial_index});
 }
 
 // Lines a stream loads at once: 64 bytes per lane (2 KB per warp; at the stream kernel's 2 blocks of 8 warps per
@@ -592,9 +604,10 @@ Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream
   unsigned blocks = 0;
   // Work bounds known on the host: every row's units fit in (nnz / chunk + rows) * tiles.
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
-  const std::size_t shared = first_pass_shared_bytes(L.batch);
+  const std::size_t shared = first_pass_shared_bytes(L);
   const auto kernel = streams_rows(g) && segment_stream_enabled() ? &segment_reduce_kernel<T, OffsetT, Acc, V, true>
                                                                     : &segment_reduce_kernel<T, OffsetT, Acc, V, false>;
+  RAGGED_RETURN_IF_ERROR(allow_first_pass_shared(kernel, shared, "segment_reduce_kernel"));
   RAGGED_RETURN_IF_ERROR(persistent_grid(kernel, units, blocks, shared));
   return launch_following(kernel, blocks, shared, stream, a, "segment_reduce_kernel");
 }
@@ -703,7 +716,7 @@ Status launch_backward(const SegmentReduceBackwardArgs<T, OffsetT>& a, cudaStrea
                                     "segment_reduce_backward_rows_kernel", stream));
   unsigned blocks = 0;
   const std::int64_t units = (L.nnz / L.geometry.chunk_tokens + std::min(L.batch, L.nnz)) * L.geometry.tiles;
-  const std::size_t shared = first_pass_shared_bytes(L.batch);
+  const std::size_t shared = static_cast<std::size_t>(first_pass_plan_bytes(L.batch));  // no merges: the plan only
   RAGGED_RETURN_IF_ERROR(persistent_grid(&segment_reduce_backward_kernel<T, OffsetT, V>, units, blocks, shared));
   return launch_following(&segment_reduce_backward_kernel<T, OffsetT, V>, blocks, shared, stream, a,
                           "segment_reduce_backward_kernel");

@@ -55,6 +55,11 @@ struct ForwardStat {
   __device__ ForwardStat shfl(int src) const {
     return ForwardStat{__shfl_sync(0xffffffffu, m, src), __shfl_sync(0xffffffffu, s, src)};
   }
+  // A partial as merge_staged_node staged it: the max, then the sum.
+  static constexpr int kSecondBytes = sizeof(float);
+  __device__ static ForwardStat staged(const float* m, const unsigned char* s, int at) {
+    return ForwardStat{m[at], reinterpret_cast<const float*>(s)[at]};
+  }
 };
 
 // A float sum merged by an add: the backward statistic (the sum of dy * y, or of dy for log-softmax) and the
@@ -63,6 +68,8 @@ struct SumStat {
   float sum = 0.0f;
   __device__ void merge(const SumStat& o) { sum += o.sum; }
   __device__ SumStat shfl(int src) const { return SumStat{__shfl_sync(0xffffffffu, sum, src)}; }
+  static constexpr int kSecondBytes = 0;
+  __device__ static SumStat staged(const float* sum, const unsigned char*, int at) { return SumStat{sum[at]}; }
 };
 
 struct SoftmaxForward {
@@ -354,10 +361,11 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
       }
       using Stat = typename Op::Stat;
       auto store = [&](const Stat& merged, std::int64_t at) { Op::store(merged, a.partial_a, a.partial_b, at); };
-      const bool root = merge_tile_partials<Stat>(
+      const bool root = merge_tile_partials<Stat, (V > 1)>(
           L, place.tile, first_partial, chunk, chunks,
           [&](std::int64_t at) { return Op::load(a.partial_a, a.partial_b, at); }, store,
-          [&](std::int64_t col, const Stat& merged) { store(merged, first_partial * D + col); });
+          [&](std::int64_t col, const Stat& merged) { store(merged, first_partial * D + col); },
+          PartialArrays{a.partial_a, a.partial_b});
       return root && local_finish;
     }
   }
@@ -808,10 +816,11 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t s
   }
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
   unsigned blocks = 0;
-  const std::size_t shared = first_pass_shared_bytes(L.batch);
+  const std::size_t shared = first_pass_shared_bytes(L);
   const auto kernel = softmax_streams_rows(g) && segment_stream_enabled()
                           ? &segment_softmax_kernel<Op, T, OffsetT, V, kLog, true>
                           : &segment_softmax_kernel<Op, T, OffsetT, V, kLog, false>;
+  RAGGED_RETURN_IF_ERROR(allow_first_pass_shared(kernel, shared, "segment_softmax_kernel"));
   RAGGED_RETURN_IF_ERROR(persistent_grid(kernel, units, blocks, shared));
   RAGGED_RETURN_IF_ERROR(launch_following(kernel, blocks, shared, stream, a, "segment_softmax_kernel"));
   const auto second = &segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog>;

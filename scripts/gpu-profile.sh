@@ -59,6 +59,12 @@ cases=(
   # The same for CUB's single-tile kernel, and both on 64 MiB: the no-instruction stall share against CUB's
   # says whether ragged's code (far larger) is fetched at a cost the flush makes every launch pay.
   "reduce_fixed_4096_cub;segment_gpu;device_reduce/cub/floats:4096/flush:clean/manual_time;regex:DeviceReduce;2;1"
+  # One row at D = 1024: each column tile's merge tree. The bfloat16 sum took 89.9 us at 087a77a against 45.8 for
+  # float (same bytes; tiles of 256 columns: 3 levels of nodes of 32 round trips each then, 4 since the staged
+  # merges); the float softmax 380 us, 3x its D = 1 row. The first-pass kernel's time past its DRAM traffic is
+  # the tail; the softmax's second pass is its own launch.
+  "sum_one_huge_d1024_bf16;segment_gpu;segment_sum/ragged/one_huge/inner:1024/batch:16/mean:2048/dtype:bf16/manual_time;regex:segment_;4;2"
+  "softmax_one_huge_d1024;segment_gpu;segment_softmax/ragged/one_huge/inner:1024/batch:16/mean:1024/manual_time;regex:segment_softmax;6;3"
   # The floor of ragged's chain: two launches around a one-block sum (bench/reduce_chain_floor.h).
   "reduce_fixed_4096_floor;segment_gpu;device_reduce/floor/floats:4096/flush:clean/kernels:2/manual_time;regex:floor_;4;2"
   "reduce_64mib;segment_gpu;device_reduce/ragged/floats:16777216/flush:clean/manual_time;regex:segment_reduce;4;2"

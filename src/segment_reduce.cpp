@@ -112,6 +112,7 @@ Status prepare(void* d_workspace, std::size_t& workspace_bytes, const detail::Wo
   out.partial_capacity = scratch.capacity;
   out.arrivals = scratch.arrivals;
   out.prefetch_groups = detail::segment_prefetch_groups();
+  out.stage_merges = out.arrivals != nullptr && detail::stages_merges(g) && detail::segment_staged_merges_enabled();
   return Status::kSuccess;
 }
 

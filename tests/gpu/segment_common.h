@@ -312,6 +312,23 @@ inline std::vector<std::int64_t> subwarp_lengths(std::mt19937_64& rng) {
   return lengths;
 }
 
+// The same for the first-pass kernels' merges staged in shared memory.
+struct RestoreStagedMerges {
+  ~RestoreStagedMerges() { detail::set_segment_staged_merges_enabled(true); }
+};
+
+// `batch` rows of 0 to 3 tokens, 4 of them (at random places) `long_tokens` long: a plan of batch / 128 groups,
+// and merge trees. For the first-pass kernels' shared memory past 48 KB (the plan, then the merge staging:
+// about 86,100 rows and more) and the plans CUB scans (past 131,072 rows), where the staging sits at offset 0.
+inline std::vector<std::int64_t> many_rows_few_long(std::mt19937_64& rng, std::int64_t batch,
+                                                    std::int64_t long_tokens) {
+  std::uniform_int_distribution<std::int64_t> short_row(0, 3), place(0, batch - 1);
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(batch));
+  for (std::int64_t& l : lengths) l = short_row(rng);
+  for (int k = 0; k < 4; ++k) lengths[static_cast<std::size_t>(place(rng))] = long_tokens;
+  return lengths;
+}
+
 // The same for the softmax's block rows.
 struct RestoreBlockRows {
   ~RestoreBlockRows() { detail::set_segment_block_rows_enabled(true); }

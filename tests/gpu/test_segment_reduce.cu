@@ -185,16 +185,21 @@ TEMPLATE_TEST_CASE("segment_reduce on the device: merge trees of one, two and th
   // A row of several chunks is merged by a tree of fan-in F (kernels/segment_geometry.h, climb_merge_tree): rows
   // of F, F + 1, F * F - 1 and F * F + 1 chunks take 1, 2, 2 and 3 levels (the last: a root of 2 children, one of
   // them a node of one chunk). The chunk size is the kernels' own, for the 16-byte vectors of aligned values.
-  // D = 1 merges every node lane per child (merge_node's narrow nodes), D = 64 a column per lane, and D = 33 both:
-  // column tiles of 32 columns and of 1.
+  // D = 1 merges every node lane per child (merge_node's narrow nodes), D = 33 both a column per lane and lanes per
+  // child (column tiles of 32 columns and of 1). With 16-byte vectors the nodes wider than the warp go through
+  // shared memory (merge_staged_node), a range of columns per round trip: D = 64 (one tile; max / min's (value,
+  // index) pairs take ranges of 20 columns, the last one 4 wide) and D = 264 (tiles of 128 and 8 float columns, or of
+  // 256 and 8 in 16 bits, the wide ones in several ranges), on rows of up to 2 levels there.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(410);
   const std::int64_t F = detail::kMergeFanIn;
-  for (std::int64_t inner : {1, 33, 64}) {
+  for (std::int64_t inner : {1, 33, 64, 264}) {
     const int vec = inner % static_cast<std::int64_t>(16 / sizeof(T)) == 0 ? static_cast<int>(16 / sizeof(T)) : 1;
     const std::int64_t chunk = detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec).chunk_tokens;
-    const std::vector<std::int64_t> lengths = {F * F * chunk + 1, 0, F * chunk, 3, F * chunk + 1, (F * F - 1) * chunk - 7};
+    const std::vector<std::int64_t> lengths =
+        inner < 264 ? std::vector<std::int64_t>{F * F * chunk + 1, 0, F * chunk, 3, F * chunk + 1, (F * F - 1) * chunk - 7}
+                    : std::vector<std::int64_t>{F * chunk + 1, 0, F * chunk, 3, 3 * F * chunk - 5};
     INFO("inner " << inner << ", chunk " << chunk << " tokens");
     check_all_ops(test::random_ragged<T, OffsetT>(lengths, inner, rng), 0.0f, rng);
   }
@@ -402,6 +407,55 @@ TEMPLATE_TEST_CASE("segment_reduce: every L2 prefetch distance gives the same bi
       require_same_bits(device_reduce(dev, op, is_extreme(op), -1.5f), plain);
     }
   });
+}
+
+TEMPLATE_TEST_CASE("segment_reduce: merges staged in shared memory give the register merges' bits",
+                   "[segment][gpu][determinism]", F32_I32, BF16_I64) {
+  // With 16-byte vectors a merge-tree node of more (child, column) pairs than lanes is copied into shared memory a
+  // range of columns per round trip and merged from there (merge_staged_node); switched off, a lane merges a column
+  // at a time from L2. The same merges of the same values in the same order, so any difference is a copy that
+  // missed or misplaced a partial. Sum (one float per partial) and max (a float and a 64-bit index): D = 8 (a
+  // one-tile node of 8 columns), 64, 264 (tiles of 128 / 256 columns and of 8) and 1000 (a partial last tile),
+  // over every length set (rows of one to thousands of chunks).
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(811);
+  const RestoreStagedMerges restore;
+  for_each_sum_and_max_case<T, OffsetT>(rng, {8, 64, 264, 1000}, [](const DeviceRagged<T, OffsetT>& dev, ReduceOp op) {
+    detail::set_segment_staged_merges_enabled(false);
+    const ReduceOutput<T> registers = device_reduce(dev, op, is_extreme(op), -1.5f);
+    detail::set_segment_staged_merges_enabled(true);
+    require_same_bits(device_reduce(dev, op, is_extreme(op), -1.5f), registers);
+  });
+}
+
+TEMPLATE_TEST_CASE("segment_reduce: staged merges with the plan in shared memory past 48 KB and with CUB's plan",
+                   "[segment][gpu]", F32_I32, BF16_I64) {
+  // The first-pass kernel's dynamic shared memory is the plan (24 bytes per 128 rows, up to 131,072 rows) and then
+  // 32 KB of merge staging: past 48 KB with the kernel's static bytes from about 86,100 rows (the launcher raises
+  // the kernel's limit), and the staging alone past 131,072 rows (CUB scans the plan). Batches on both sides of
+  // those bounds at D = 8, each with rows of 17 chunks (two levels), against the reference and, for sum and max,
+  // bitwise against the register merges.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(813);
+  const RestoreStagedMerges restore;
+  const std::int64_t inner = 8;
+  const std::int64_t chunk = detail::make_segment_geometry(inner, static_cast<int>(16 / sizeof(T)),
+                                                           detail::kReduceFloatsPerLane / (16 / sizeof(T)))
+                                 .chunk_tokens;
+  for (std::int64_t batch : {85000, 86500, 100000, 140000}) {
+    INFO("batch " << batch);
+    const auto host = test::random_ragged<T, OffsetT>(many_rows_few_long(rng, batch, 17 * chunk + 5), inner, rng);
+    check_all_ops(host, -1.5f, rng);
+    const DeviceRagged<T, OffsetT> dev(host);
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+      detail::set_segment_staged_merges_enabled(false);
+      const ReduceOutput<T> registers = device_reduce(dev, op, is_extreme(op), -1.5f);
+      detail::set_segment_staged_merges_enabled(true);
+      require_same_bits(device_reduce(dev, op, is_extreme(op), -1.5f), registers);
+    }
+  }
 }
 
 TEMPLATE_TEST_CASE("segment_reduce: dependent launches give the ordinary launches' bits", "[segment][gpu][determinism]",

@@ -392,6 +392,40 @@ TEMPLATE_TEST_CASE("segment_softmax: streamed rows give the unit walk's bits", "
   }
 }
 
+TEMPLATE_TEST_CASE("segment_softmax: merges staged in shared memory give the register merges' bits",
+                   "[segment][gpu][determinism]", F32_I32, BF16_I64) {
+  // With 16-byte vectors a merge-tree node of more (child, column) pairs than lanes is copied into shared memory a
+  // range of columns per round trip and merged from there (merge_staged_node: the forward's (max, sum) pairs, the
+  // backward's sums); switched off, a lane merges a column at a time from L2. The same merges in the same order,
+  // so the outputs must agree bitwise. Block rows off, so that every row past the local finish takes the chunks,
+  // their merge tree and the second pass.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(812);
+  const RestoreStagedMerges restore;
+  const RestoreBlockRows restore_block_rows;
+  detail::set_segment_block_rows_enabled(false);
+  for (std::int64_t inner : {8, 64, 264, 1000}) {
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
+      const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
+      const DeviceRagged<T, OffsetT> dev(host);
+      const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
+      require_switch_keeps_bits(dev, dy, detail::set_segment_staged_merges_enabled);  // staged, then registers
+    }
+  }
+  // The first-pass kernel's shared memory past 48 KB (the plan, then the staging; the launcher raises the limit)
+  // and the staging alone after CUB's plan (past 131,072 rows), with rows of 17 chunks at D = 8.
+  const std::int64_t chunk = detail::make_softmax_geometry(8, static_cast<int>(16 / sizeof(T)), sizeof(T), false).chunk_tokens;
+  for (std::int64_t batch : {86500, 100000, 140000}) {
+    INFO("batch " << batch << ", inner 8");
+    const auto host = test::random_ragged<T, OffsetT>(many_rows_few_long(rng, batch, 17 * chunk + 5), 8, rng);
+    const DeviceRagged<T, OffsetT> dev(host);
+    const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
+    require_switch_keeps_bits(dev, dy, detail::set_segment_staged_merges_enabled);
+  }
+}
+
 TEMPLATE_TEST_CASE("segment_softmax: short rows at D > 32 in the sub-warp row pass", "[segment][gpu]", F32_I32,
                    F16_I64, BF16_I32) {
   // Rows of at most 4 tokens at D = 64, 128, 256 (where 16-byte vectors make 32 / vcols whole rows a warp) are
