@@ -150,6 +150,15 @@ void require_same_bits(const ReduceOutput<T>& got, const ReduceOutput<T>& expect
   REQUIRE(got.arg == expected.arg);
 }
 
+// op on dev with the merges staged in shared memory gives the bits of the register merges (staging left on).
+template <typename T, typename OffsetT>
+void require_staged_merges_keep_bits(const DeviceRagged<T, OffsetT>& dev, ReduceOp op) {
+  detail::set_segment_staged_merges_enabled(false);
+  const ReduceOutput<T> registers = device_reduce(dev, op, is_extreme(op), -1.5f);
+  detail::set_segment_staged_merges_enabled(true);
+  require_same_bits(device_reduce(dev, op, is_extreme(op), -1.5f), registers);
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("segment_reduce on the device matches the CPU reference", "[segment][gpu]", F32_I32, F32_I64,
@@ -421,12 +430,7 @@ TEMPLATE_TEST_CASE("segment_reduce: merges staged in shared memory give the regi
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(811);
   const RestoreStagedMerges restore;
-  for_each_sum_and_max_case<T, OffsetT>(rng, {8, 64, 264, 1000}, [](const DeviceRagged<T, OffsetT>& dev, ReduceOp op) {
-    detail::set_segment_staged_merges_enabled(false);
-    const ReduceOutput<T> registers = device_reduce(dev, op, is_extreme(op), -1.5f);
-    detail::set_segment_staged_merges_enabled(true);
-    require_same_bits(device_reduce(dev, op, is_extreme(op), -1.5f), registers);
-  });
+  for_each_sum_and_max_case<T, OffsetT>(rng, {8, 64, 264, 1000}, require_staged_merges_keep_bits<T, OffsetT>);
 }
 
 TEMPLATE_TEST_CASE("segment_reduce: staged merges with the plan in shared memory past 48 KB and with CUB's plan",
@@ -449,12 +453,7 @@ TEMPLATE_TEST_CASE("segment_reduce: staged merges with the plan in shared memory
     const auto host = test::random_ragged<T, OffsetT>(many_rows_few_long(rng, batch, 17 * chunk + 5), inner, rng);
     check_all_ops(host, -1.5f, rng);
     const DeviceRagged<T, OffsetT> dev(host);
-    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
-      detail::set_segment_staged_merges_enabled(false);
-      const ReduceOutput<T> registers = device_reduce(dev, op, is_extreme(op), -1.5f);
-      detail::set_segment_staged_merges_enabled(true);
-      require_same_bits(device_reduce(dev, op, is_extreme(op), -1.5f), registers);
-    }
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) require_staged_merges_keep_bits(dev, op);
   }
 }
 
