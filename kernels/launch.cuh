@@ -95,31 +95,6 @@ inline Status resident_grid_size(Kernel kernel, int threads, std::int64_t work_i
   return grid_size(work_items, items_per_block, per_sm, blocks);
 }
 
-// A kernel's static shared memory (cudaFuncAttributes::sharedSizeBytes), cached per kernel and device.
-inline Status static_shared_bytes(const void* kernel, std::size_t& bytes) {
-  int device = 0;
-  Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  if (s != Status::kSuccess) return s;
-  static std::mutex mutex;
-  static std::map<std::pair<const void*, int>, std::size_t> cache;
-  const auto key = std::make_pair(kernel, device);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    const auto hit = cache.find(key);
-    if (hit != cache.end()) {
-      bytes = hit->second;
-      return Status::kSuccess;
-    }
-  }
-  cudaFuncAttributes attributes{};
-  s = from_cuda(cudaFuncGetAttributes(&attributes, kernel), "cudaFuncGetAttributes");
-  if (s != Status::kSuccess) return s;
-  bytes = attributes.sharedSizeBytes;
-  std::lock_guard<std::mutex> lock(mutex);
-  cache[key] = bytes;
-  return Status::kSuccess;
-}
-
 // The most dynamic shared memory `kernel` may use on the current device: its opt-in size minus its static shared
 // memory (`static_bytes`).
 inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max, std::size_t& static_bytes) {
@@ -140,6 +115,36 @@ inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max, s
 inline Status dynamic_shared_max(const void* kernel, std::size_t& dynamic_max) {
   std::size_t static_bytes = 0;
   return dynamic_shared_max(kernel, dynamic_max, static_bytes);
+}
+
+// A kernel's static shared memory and the most dynamic shared memory it may use (dynamic_shared_max), cached per
+// kernel and device: for launchers that may raise a limit on every call, where the attribute queries would
+// otherwise be paid again each time.
+struct KernelSharedLimits {
+  std::size_t static_bytes = 0;
+  std::size_t dynamic_max = 0;
+};
+
+inline Status kernel_shared_limits(const void* kernel, KernelSharedLimits& limits) {
+  int device = 0;
+  Status s = from_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  if (s != Status::kSuccess) return s;
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, KernelSharedLimits> cache;
+  const auto key = std::make_pair(kernel, device);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto hit = cache.find(key);
+    if (hit != cache.end()) {
+      limits = hit->second;
+      return Status::kSuccess;
+    }
+  }
+  s = dynamic_shared_max(kernel, limits.dynamic_max, limits.static_bytes);
+  if (s != Status::kSuccess) return s;
+  std::lock_guard<std::mutex> lock(mutex);
+  cache[key] = limits;
+  return Status::kSuccess;
 }
 
 // Lets the kernel use `bytes` of dynamic shared memory, where `dynamic_max` is dynamic_shared_max's answer for

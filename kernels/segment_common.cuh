@@ -121,13 +121,22 @@ __device__ __forceinline__ RowWork* shared_plan() {  // [groups + 1]
   return reinterpret_cast<RowWork*>(first_pass_shared());
 }
 
-// This warp's kMergeStageBytes of merge staging in a first-pass kernel (L.stage_merges), or null. Only the
-// first-pass kernels, whose launchers give them first_pass_shared_bytes(L), merge (normalize_unit's second
-// passes return before any merge).
+// A warp's merge staging in shared memory: `bytes` (a multiple of 16, at least kMergeStageMinBytes) at shared
+// address `address` (32 bits where a generic pointer takes 64: the unit kernels run at their register caps).
+struct MergeStage {
+  unsigned address;
+  int bytes;
+};
+
+// This warp's L.merge_stage_bytes of merge staging in a first-pass kernel, or a null one. Only the first-pass
+// kernels, whose launchers give them first_pass_shared_bytes(L), merge (normalize_unit's second passes return
+// before any merge).
 template <typename OffsetT>
-__device__ __forceinline__ unsigned char* merge_stage(const SegmentLayout<OffsetT>& L) {
-  if (!L.stage_merges) return nullptr;
-  return first_pass_shared() + merge_stage_offset(L.batch) + (threadIdx.x / kWarpSize) * kMergeStageBytes;
+__device__ __forceinline__ MergeStage merge_stage(const SegmentLayout<OffsetT>& L) {
+  if (L.merge_stage_bytes == 0) return MergeStage{0, 0};
+  return MergeStage{smem_address(first_pass_shared()) + static_cast<unsigned>(merge_stage_offset(L.batch)) +
+                        (threadIdx.x / kWarpSize) * static_cast<unsigned>(L.merge_stage_bytes),
+                    L.merge_stage_bytes};
 }
 
 // The plan a kernel searches: the shared copy in the first-pass kernel when there is one, else L.plan. A function
@@ -786,29 +795,29 @@ struct PartialArrays {
 };
 
 // Columns of a staged node merged per round trip: all of a lane's columns at most 2 (kWarpSize * 2: two
-// accumulators held), and as many as `children` partials of them fit kMergeStageBytes; a multiple of 4, so that
-// every child's piece of each array is whole 16-byte copies.
+// accumulators held), and as many as `children` partials of them fit the stage's bytes; a multiple of 4, so that
+// every child's piece of each array is whole 16-byte copies (at least 4: kMergeStageMinBytes).
 template <typename Acc>
-__device__ __forceinline__ int staged_round_columns(int children, int cols) {
+__device__ __forceinline__ int staged_round_columns(int children, int cols, int stage_bytes) {
   constexpr int kColumnBytes = 4 + Acc::kSecondBytes;
-  const int fit = static_cast<int>(kMergeStageBytes) / (children * kColumnBytes) / 4 * 4;
+  const int fit = stage_bytes / (children * kColumnBytes) / 4 * 4;
   const int most = 2 * kWarpSize < fit ? 2 * kWarpSize : fit;
   return cols < most ? cols : most;
 }
 
 // merge_node for a node of more (child, column) pairs than lanes, where the partials' rows are 16-byte aligned
 // (D, col0 and col1 multiples of 4, arrays 16-byte aligned): per round trip, cp.async copies the node's children's
-// partials of the next staged_round_columns columns into this warp's `stage` (kMergeStageBytes: each array's
+// partials of the next staged_round_columns columns into this warp's `stage` (its bytes hold each array's
 // [children][columns] in turn), then lane c merges column c (and c + 32) from there, children in order. The same
 // merges of the same values as merge_in_order's, so the same bits. Called by the whole warp.
 template <typename Acc, typename Store, typename Root>
-__device__ __forceinline__ void merge_staged_node(const PartialArrays& parts, unsigned char* stage, Store store,
+__device__ __forceinline__ void merge_staged_node(const PartialArrays& parts, MergeStage stage, Store store,
                                                   Root root, std::int64_t slot0, std::int64_t span, int children,
                                                   std::int64_t D, std::int64_t col0, std::int64_t col1, bool is_root) {
   constexpr int kSecond = Acc::kSecondBytes;
   const int lane = lane_id();
   const int cols = static_cast<int>(col1 - col0);
-  const int round = staged_round_columns<Acc>(children, cols);
+  const int round = staged_round_columns<Acc>(children, cols, stage.bytes);
   const int first_pieces = round / 4;              // 16-byte copies per child of the floats
   const int second_pieces = round * kSecond / 16;  // ... and of the second array's elements
   const int first_total = children * first_pieces;
@@ -817,10 +826,11 @@ __device__ __forceinline__ void merge_staged_node(const PartialArrays& parts, un
   const std::int64_t child_step = span * D;
   const unsigned char* first_src = reinterpret_cast<const unsigned char*>(parts.first + (slot0 * D + col0));
   const unsigned char* second_src = static_cast<const unsigned char*>(parts.second) + (slot0 * D + col0) * kSecond;
-  const unsigned stage_first = smem_address(stage);
+  const unsigned stage_first = stage.address;
   const unsigned stage_second = stage_first + static_cast<unsigned>(children * round * 4);
-  const float* staged_first = reinterpret_cast<const float*>(stage);
-  const unsigned char* staged_second = stage + children * round * 4;
+  const unsigned char* const at = static_cast<const unsigned char*>(__cvta_shared_to_generic(stage.address));
+  const float* staged_first = reinterpret_cast<const float*>(at);
+  const unsigned char* staged_second = at + children * round * 4;
 #pragma unroll 1
   for (int c0 = 0; c0 < cols; c0 += round) {
     const int width = cols - c0 < round ? cols - c0 : round;  // a multiple of 4, as cols and round are
@@ -860,7 +870,7 @@ __device__ __forceinline__ void merge_staged_node(const PartialArrays& parts, un
 // through it (merge_staged_node). Called by the whole warp.
 template <typename Acc, bool kStaged, typename Load, typename Store, typename Root>
 __device__ __forceinline__ void merge_node(Load load, Store store, Root root, const PartialArrays& parts,
-                                           unsigned char* stage, std::int64_t slot0, std::int64_t span, int children,
+                                           MergeStage stage, std::int64_t slot0, std::int64_t span, int children,
                                            std::int64_t D, std::int64_t col0, std::int64_t col1, bool is_root) {
   const int cols = static_cast<int>(min(col1 - col0, static_cast<std::int64_t>(kWarpSize) + 1));
   if (cols * children <= kWarpSize) {
@@ -884,9 +894,19 @@ __device__ __forceinline__ void merge_node(Load load, Store store, Root root, co
     __syncwarp();
     return;
   }
-  if (kStaged && stage != nullptr) {
-    merge_staged_node<Acc>(parts, stage, store, root, slot0, span, children, D, col0, col1, is_root);
-    return;
+  // Staged unless that takes more round trips than the registers' (a column a lane, kMergeBatch children per
+  // trip): with 1 KB a warp, max / min's 12-byte partials go 4 columns a trip, 32 trips for a 128-column tile of
+  // 16 children, where the registers take 16. Either way the same merges, so the same bits.
+  if (kStaged && stage.bytes > 0) {
+    const int full_cols = static_cast<int>(col1 - col0);
+    const int round = staged_round_columns<Acc>(children, full_cols, stage.bytes);
+    const int staged_trips = (full_cols + round - 1) / round;
+    const int register_trips =
+        (full_cols + kWarpSize - 1) / kWarpSize * ((children + kMergeBatch - 1) / kMergeBatch);
+    if (staged_trips <= register_trips) {
+      merge_staged_node<Acc>(parts, stage, store, root, slot0, span, children, D, col0, col1, is_root);
+      return;
+    }
   }
   for (std::int64_t col = col0 + lane_id(); col < col1; col += kWarpSize) {
     Acc acc;
@@ -922,8 +942,9 @@ __device__ __forceinline__ bool merge_tile_partials(const SegmentLayout<OffsetT>
   auto merge = [&](std::int64_t child0, std::int64_t span, std::int64_t children, bool is_root) {
     __threadfence();
     __syncwarp();  // orders lane 0's acquire (its atomic, then the fence) before every lane's loads
-    merge_node<Acc, kStaged>(load, store, root, parts, kStaged ? merge_stage(L) : nullptr, first + child0, span,
-                             static_cast<int>(children), g.inner, col0, col1, is_root);
+    const MergeStage stage = kStaged ? merge_stage(L) : MergeStage{0, 0};
+    merge_node<Acc, kStaged>(load, store, root, parts, stage, first + child0, span, static_cast<int>(children),
+                             g.inner, col0, col1, is_root);
   };
   return climb_merge_tree(chunk, chunks, arrive, merge);
 }
@@ -939,22 +960,61 @@ inline Status persistent_grid(Kernel kernel, std::int64_t warp_items, unsigned& 
 // staging where the layout has it.
 template <typename OffsetT>
 inline std::size_t first_pass_shared_bytes(const SegmentLayout<OffsetT>& L) {
-  return static_cast<std::size_t>(L.stage_merges ? merge_stage_offset(L.batch) + kBlockWarps * kMergeStageBytes
-                                                 : first_pass_plan_bytes(L.batch));
+  return static_cast<std::size_t>(L.merge_stage_bytes > 0
+                                      ? merge_stage_offset(L.batch) + kBlockWarps * std::int64_t{L.merge_stage_bytes}
+                                      : first_pass_plan_bytes(L.batch));
 }
 
 // A first-pass kernel's shared memory past the 48 KB a block may use without opting in (a plan of up to 1024
 // groups, 24.6 KB, 32 KB of merge staging, and stage_plan's 192 static bytes: the 48 KB count static and dynamic
-// alike) needs the kernel's limit raised, before the occupancy query too (it answers for the limit in force).
-// Raised only then, so that a launch that fits pays for no attribute call; the static size is asked once per
-// kernel and device.
-template <typename Args>
-inline Status allow_first_pass_shared(void (*kernel)(Args), std::size_t shared, const char* kernel_name) {
+// alike) needs the kernel's limit raised, before the occupancy queries too (they answer for the limit in force).
+// Raised only then, so that a launch that fits pays for no attribute call, and then by one call: the static size
+// and the device's limit are asked once per kernel and device (kernel_shared_limits). The limit is set again on
+// every such launch, as shared_bytes_for_residency's: it belongs to the context.
+inline Status allow_first_pass_shared(const void* kernel, std::size_t shared, const char* kernel_name) {
   constexpr std::size_t kDefaultLimit = 48 * 1024;
-  std::size_t static_bytes = 0;
-  RAGGED_RETURN_IF_ERROR(static_shared_bytes(reinterpret_cast<const void*>(kernel), static_bytes));
-  if (shared + static_bytes <= kDefaultLimit) return Status::kSuccess;
-  return set_shared_limit(reinterpret_cast<const void*>(kernel), shared, kernel_name);
+  KernelSharedLimits limits;
+  RAGGED_RETURN_IF_ERROR(kernel_shared_limits(kernel, limits));
+  if (shared + limits.static_bytes <= kDefaultLimit) return Status::kSuccess;
+  return set_shared_limit(kernel, shared, limits.dynamic_max, kernel_name);
+}
+
+// The first-pass launch's layout and dynamic shared memory (`shared`): L.merge_stage_bytes lowered to what costs
+// the kernel no resident block per SM (fit_merge_stage_bytes; 0 at worst: merges through registers), and the
+// kernel's limit raised where the bytes need it. On an H100 / H200 (228 KB per SM) every first-pass kernel keeps the
+// whole staging at any plan size (3 blocks of 58.6 KB at most); at 164 KB (A100) the 3-block kernels halve it for
+// plans of more than about 117,000 rows, and at 100 KB (sm_86, sm_89) they keep it for a plan of one group only
+// (and past 131,072 rows, where CUB's plan takes no shared memory; design.md).
+template <typename Args, typename OffsetT>
+inline Status fit_first_pass_shared(void (*kernel)(Args), SegmentLayout<OffsetT>& L, std::size_t& shared,
+                                    const char* kernel_name) {
+  const void* const entry = reinterpret_cast<const void*>(kernel);
+  if (L.merge_stage_bytes > 0) {
+    KernelSharedLimits limits;
+    RAGGED_RETURN_IF_ERROR(kernel_shared_limits(entry, limits));
+    // The limit first, for the largest staging that fits the kernel at all, so that the queries below see it (and
+    // the launch: the staging taken is no larger).
+    std::int64_t most = L.merge_stage_bytes;
+    while (most >= kMergeStageMinBytes &&
+           static_cast<std::size_t>(merge_stage_offset(L.batch) + kBlockWarps * most) > limits.dynamic_max)
+      most /= 2;
+    if (most >= kMergeStageMinBytes)
+      RAGGED_RETURN_IF_ERROR(allow_first_pass_shared(
+          entry, static_cast<std::size_t>(merge_stage_offset(L.batch) + kBlockWarps * most), kernel_name));
+    Status status = Status::kSuccess;
+    const auto resident = [&](std::int64_t bytes) {
+      int blocks = 0;
+      if (status == Status::kSuccess && static_cast<std::size_t>(bytes) <= limits.dynamic_max)
+        status = resident_blocks_per_sm(entry, kSegmentThreads, static_cast<std::size_t>(bytes), blocks);
+      return blocks;
+    };
+    L.merge_stage_bytes = static_cast<int>(fit_merge_stage_bytes(L.batch, most, resident));
+    RAGGED_RETURN_IF_ERROR(status);
+    shared = first_pass_shared_bytes(L);
+    if (L.merge_stage_bytes > 0) return Status::kSuccess;
+  }
+  shared = first_pass_shared_bytes(L);  // the plan alone: up to 24.6 KB, under the default limit
+  return allow_first_pass_shared(entry, shared, kernel_name);
 }
 
 // Launches a first- or second-pass kernel, which follows the kernel before it in the stream: as a programmatic

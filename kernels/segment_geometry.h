@@ -292,7 +292,13 @@ RAGGED_HOST_DEVICE std::int64_t merge_parents(std::int64_t nodes) { return (node
 // last chunk its tree's levels follow one another (one huge float row took 65 us for the max at D = 1024 against
 // 35.6 at D = 1, H200, 087a77a). Staged, that node is 2 round trips for a sum, 4 for softmax's (max, sum) and 7 for
 // max / min's (value, index).
+// A warp stages less, down to kMergeStageMinBytes (merge staging's round trips double with each halving), where the
+// whole of it would cost its first-pass kernel a resident block per SM (fit_merge_stage_bytes): at 100 KB of shared
+// memory per SM (sm_86, sm_89) the 32 KB a block of 8 warps takes would leave a block of the float reductions' 3
+// no room. The least still holds 4 columns of 16 children of the widest partial (a float and a 64-bit index).
 constexpr std::int64_t kMergeStageBytes = 4096;
+constexpr std::int64_t kMergeStageMinBytes = 1024;
+static_assert(kMergeStageMinBytes >= 4 * kMergeFanIn * (4 + 8), "a staged round must hold 4 columns");
 
 RAGGED_HOST_DEVICE bool stages_merges(const SegmentGeometry& g) { return g.vec > 1; }
 
@@ -303,6 +309,19 @@ RAGGED_HOST_DEVICE std::int64_t first_pass_plan_bytes(std::int64_t batch) {
 }
 RAGGED_HOST_DEVICE std::int64_t merge_stage_offset(std::int64_t batch) {
   return (first_pass_plan_bytes(batch) + 15) / 16 * 16;
+}
+
+// The merge staging per warp a first-pass launch takes: the most of `most`, most / 2, most / 4, ... down to
+// kMergeStageMinBytes, with which as many blocks stay resident per SM as with the plan alone; 0 (merges through
+// registers) where none does, or where `most` is 0. resident(bytes): blocks per SM of the kernel with `bytes` of
+// dynamic shared memory (0 where they pass its limit).
+template <typename Resident>
+std::int64_t fit_merge_stage_bytes(std::int64_t batch, std::int64_t most, Resident resident) {
+  if (most <= 0) return 0;
+  const int without = resident(first_pass_plan_bytes(batch));
+  for (std::int64_t bytes = most; bytes >= kMergeStageMinBytes; bytes /= 2)
+    if (resident(merge_stage_offset(batch) + kBlockWarps * bytes) >= without) return bytes;
+  return 0;
 }
 
 template <typename Arrive, typename Merge>

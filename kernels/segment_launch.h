@@ -59,6 +59,13 @@ void set_segment_subwarp_rows_enabled(bool enabled);
 bool segment_staged_merges_enabled();
 void set_segment_staged_merges_enabled(bool enabled);
 
+// The most merge staging a warp of a first-pass kernel takes, in bytes: kMergeStageBytes unless a test lowered it
+// (to kMergeStageMinBytes at least: a value is rounded down to kMergeStageBytes / 2^k, below the least to 0, the
+// staging off). The launchers take less where the device's shared memory asks it (fit_merge_stage_bytes). Not
+// thread-safe to change, as above.
+int segment_merge_stage_cap();
+void set_segment_merge_stage_cap(int bytes);
+
 // Whether segment_softmax holds its block rows in shared memory (is_block_row: segment_geometry.h); on unless
 // the process started with RAGGED_SEGMENT_BLOCK_ROWS=0 (those rows then take the chunks and the second pass).
 // Not thread-safe to change, as above.
@@ -94,9 +101,11 @@ struct SegmentLayout {
   // the workspace): segment_reduce's unit and stream loops use it; every op's row pass prefetches its offsets two
   // groups ahead unless it is 0.
   int prefetch_groups = 0;
-  // Whether the first-pass kernel has each warp's merge staging after the plan in its shared memory and merges
-  // wide nodes through it (stages_merges(geometry) and segment_staged_merges_enabled()).
-  bool stage_merges = false;
+  // Bytes of merge staging per warp after the plan in the first-pass kernel's shared memory, through which it merges
+  // wide nodes; 0: none. src/segment_reduce.cpp asks for kMergeStageBytes where stages_merges(geometry) and
+  // segment_staged_merges_enabled() (segment_merge_stage_cap() at most), and the launcher lowers it to what fits
+  // the device (fit_first_pass_shared).
+  int merge_stage_bytes = 0;
 };
 
 // plan[0] = 0 and CUB's inclusive scan of the `groups` entries of group_work into plan + 1. With

@@ -37,6 +37,13 @@ bool& segment_staged_merges_setting() {
   return enabled;
 }
 
+// The merge staging's cap per warp (tests lower it to run the smaller stagings a device with less shared memory
+// gets).
+int& segment_merge_stage_cap_setting() {
+  static int bytes = static_cast<int>(kMergeStageBytes);
+  return bytes;
+}
+
 // RAGGED_SEGMENT_PREFETCH=N (0 .. 4) in the environment starts a process that prefetches N groups ahead (0: off).
 int& segment_prefetch_setting() {
   static int groups = setting_from_environment("RAGGED_SEGMENT_PREFETCH", kSegmentPrefetchGroups, 0,
@@ -54,6 +61,12 @@ bool segment_subwarp_rows_enabled() { return segment_subwarp_rows_setting(); }
 void set_segment_subwarp_rows_enabled(bool enabled) { segment_subwarp_rows_setting() = enabled; }
 bool segment_staged_merges_enabled() { return segment_staged_merges_setting(); }
 void set_segment_staged_merges_enabled(bool enabled) { segment_staged_merges_setting() = enabled; }
+int segment_merge_stage_cap() { return segment_merge_stage_cap_setting(); }
+void set_segment_merge_stage_cap(int bytes) {
+  int cap = static_cast<int>(kMergeStageBytes);
+  while (cap > bytes && cap >= kMergeStageMinBytes) cap /= 2;
+  segment_merge_stage_cap_setting() = cap >= kMergeStageMinBytes ? cap : 0;
+}
 int segment_prefetch_groups() { return segment_prefetch_setting(); }
 void set_segment_prefetch_groups(int groups) {
   segment_prefetch_setting() = std::min(std::max(groups, 0), kSegmentMaxPrefetchGroups);

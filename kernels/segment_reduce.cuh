@@ -604,12 +604,13 @@ Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream
   unsigned blocks = 0;
   // Work bounds known on the host: every row's units fit in (nnz / chunk + rows) * tiles.
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
-  const std::size_t shared = first_pass_shared_bytes(L);
   const auto kernel = streams_rows(g) && segment_stream_enabled() ? &segment_reduce_kernel<T, OffsetT, Acc, V, true>
                                                                     : &segment_reduce_kernel<T, OffsetT, Acc, V, false>;
-  RAGGED_RETURN_IF_ERROR(allow_first_pass_shared(kernel, shared, "segment_reduce_kernel"));
+  SegmentReduceArgs<T, OffsetT> first = a;  // its merge staging fitted to the device
+  std::size_t shared = 0;
+  RAGGED_RETURN_IF_ERROR(fit_first_pass_shared(kernel, first.layout, shared, "segment_reduce_kernel"));
   RAGGED_RETURN_IF_ERROR(persistent_grid(kernel, units, blocks, shared));
-  return launch_following(kernel, blocks, shared, stream, a, "segment_reduce_kernel");
+  return launch_following(kernel, blocks, shared, stream, first, "segment_reduce_kernel");
 }
 
 template <typename T, typename OffsetT, typename Acc>

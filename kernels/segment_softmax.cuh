@@ -816,13 +816,14 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t s
   }
   const std::int64_t units = (L.nnz / g.chunk_tokens + std::min(L.batch, L.nnz)) * g.tiles;
   unsigned blocks = 0;
-  const std::size_t shared = first_pass_shared_bytes(L);
   const auto kernel = softmax_streams_rows(g) && segment_stream_enabled()
                           ? &segment_softmax_kernel<Op, T, OffsetT, V, kLog, true>
                           : &segment_softmax_kernel<Op, T, OffsetT, V, kLog, false>;
-  RAGGED_RETURN_IF_ERROR(allow_first_pass_shared(kernel, shared, "segment_softmax_kernel"));
+  SegmentSoftmaxArgs<T, OffsetT> first = a;  // its merge staging fitted to the device
+  std::size_t shared = 0;
+  RAGGED_RETURN_IF_ERROR(fit_first_pass_shared(kernel, first.layout, shared, "segment_softmax_kernel"));
   RAGGED_RETURN_IF_ERROR(persistent_grid(kernel, units, blocks, shared));
-  RAGGED_RETURN_IF_ERROR(launch_following(kernel, blocks, shared, stream, a, "segment_softmax_kernel"));
+  RAGGED_RETURN_IF_ERROR(launch_following(kernel, blocks, shared, stream, first, "segment_softmax_kernel"));
   const auto second = &segment_softmax_second_pass_kernel<Op, T, OffsetT, V, kLog>;
   RAGGED_RETURN_IF_ERROR(persistent_grid(second, units, blocks, staging));
   return launch_following(second, blocks, staging, stream, a, "segment_softmax_second_pass_kernel");

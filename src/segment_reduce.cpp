@@ -112,7 +112,8 @@ Status prepare(void* d_workspace, std::size_t& workspace_bytes, const detail::Wo
   out.partial_capacity = scratch.capacity;
   out.arrivals = scratch.arrivals;
   out.prefetch_groups = detail::segment_prefetch_groups();
-  out.stage_merges = out.arrivals != nullptr && detail::stages_merges(g) && detail::segment_staged_merges_enabled();
+  const bool stages = out.arrivals != nullptr && detail::stages_merges(g) && detail::segment_staged_merges_enabled();
+  out.merge_stage_bytes = stages ? detail::segment_merge_stage_cap() : 0;
   return Status::kSuccess;
 }
 

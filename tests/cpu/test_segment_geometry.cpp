@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -399,4 +400,62 @@ TEST_CASE("segment unit walk: contiguous warp shares, and the cursor finds every
       }
     }
   }
+}
+
+TEST_CASE("merge staging: the most a first-pass block takes without losing a resident block", "[segment][geometry]") {
+  using ragged::detail::first_pass_plan_bytes;
+  using ragged::detail::fit_merge_stage_bytes;
+  using ragged::detail::kMergeStageBytes;
+  using ragged::detail::kMergeStageMinBytes;
+  using ragged::detail::merge_stage_offset;
+  // A kernel held to `blocks` per SM by its registers, on an SM of `per_sm` bytes of shared memory, each block
+  // setting aside 1 KB and 192 static bytes (stage_plan's) besides its dynamic ones, as the occupancy calculator
+  // counts them.
+  struct Sm {
+    int blocks;
+    std::int64_t per_sm;
+    std::vector<std::int64_t> asked;
+    int operator()(std::int64_t dynamic) {
+      asked.push_back(dynamic);
+      return static_cast<int>(std::min<std::int64_t>(blocks, per_sm / (dynamic + 1024 + 192)));
+    }
+  };
+  auto fit = [](std::int64_t batch, int blocks, std::int64_t per_sm, std::int64_t most = kMergeStageBytes) {
+    Sm sm{blocks, per_sm, {}};
+    const std::int64_t bytes = fit_merge_stage_bytes(batch, most, std::ref(sm));
+    // Never a staging with fewer blocks than the plan alone, and nothing smaller than one that keeps them.
+    const int without = sm(first_pass_plan_bytes(batch));
+    if (bytes > 0) REQUIRE(sm(merge_stage_offset(batch) + kBlockWarps * bytes) == without);
+    if (bytes < most && 2 * std::max(bytes, kMergeStageMinBytes / 2) <= most)
+      REQUIRE(sm(merge_stage_offset(batch) + kBlockWarps * std::max(2 * bytes, kMergeStageMinBytes)) < without);
+    return bytes;
+  };
+  const std::int64_t h100 = 233472, a100 = 167936, ada = 102400;  // cudaDevAttrMaxSharedMemoryPerMultiprocessor
+  // An H100 / H200 keeps the whole staging at any plan (3 blocks of at most 58.6 KB).
+  for (std::int64_t batch : {1, 1000, 86500, 131072, 140000}) {
+    INFO("batch " << batch);
+    CHECK(fit(batch, 3, h100) == kMergeStageBytes);
+    CHECK(fit(batch, 2, h100) == kMergeStageBytes);
+  }
+  // An A100 halves it for the 3-block kernels once the plan passes ~21 KB (about 117,000 rows), and not past
+  // 131,072 rows, where CUB's plan leaves the shared memory to the staging.
+  CHECK(fit(100000, 3, a100) == kMergeStageBytes);
+  CHECK(fit(131072, 3, a100) == kMergeStageBytes / 2);
+  CHECK(fit(140000, 3, a100) == kMergeStageBytes);
+  CHECK(fit(131072, 2, a100) == kMergeStageBytes);
+  // 100 KB per SM (sm_86, sm_89): 3 blocks keep 4 KB a warp for a plan of a few entries only (in this model, which
+  // leaves out the calculator's 128-byte granularity), then 2 KB, then 1 KB for the largest plans.
+  CHECK(fit(1, 3, ada) == kMergeStageBytes);
+  CHECK(fit(1000, 3, ada) == kMergeStageBytes / 2);
+  CHECK(fit(131072, 3, ada) == kMergeStageBytes / 4);
+  CHECK(fit(131072, 2, ada) == kMergeStageBytes / 2);
+  // Where even the least staging costs a block, none: merges through registers (4 blocks of a full plan just fit).
+  CHECK(fit(131072, 4, 104000) == 0);
+  CHECK(fit(131072, 4, ada) == kMergeStageMinBytes);  // 3 blocks with the plan alone, and with 1 KB a warp
+  // None asked for, none taken, and no query.
+  Sm idle{3, h100, {}};
+  CHECK(fit_merge_stage_bytes(1000, 0, std::ref(idle)) == 0);
+  CHECK(idle.asked.empty());
+  // A smaller cap is the most it takes.
+  CHECK(fit(1, 3, h100, kMergeStageMinBytes) == kMergeStageMinBytes);
 }

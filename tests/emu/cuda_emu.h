@@ -204,6 +204,9 @@ inline float __saturatef(float x) { return x < 0.f ? 0.f : (x > 1.f ? 1.f : x); 
 inline float __int_as_float(int x) { return emu::from_bits<float>(static_cast<std::uint32_t>(x)); }
 inline int __float_as_int(float x) { return static_cast<int>(emu::to_bits(x)); }
 inline std::size_t __cvta_generic_to_shared(const void* p) { return emu::shared_offset(p); }
+inline void* __cvta_shared_to_generic(std::size_t address) {
+  return emu::shared_pointer(static_cast<unsigned>(address), 0);
+}
 
 // CUDA's device math is in the global namespace.
 using std::isfinite;

@@ -278,25 +278,31 @@ EmbeddedRow<T, OffsetT> embed_row(const std::vector<T>& row, std::int64_t length
   return e;
 }
 
-// Turns the segment kernels' streams back on (their default) when a test that switched them ends, passed or not.
-struct RestoreStreaming {
-  ~RestoreStreaming() { detail::set_segment_stream_enabled(true); }
+// Puts a process-wide segment switch back as it was when the test began (the default, or what the environment set,
+// e.g. RAGGED_SEGMENT_STREAM=0 in an A/B run) when the test that changed it ends, passed or not.
+template <typename Value, Value (*kGet)(), void (*kSet)(Value)>
+class RestoreSetting {
+ public:
+  RestoreSetting() : saved_(kGet()) {}
+  RestoreSetting(const RestoreSetting&) = delete;
+  RestoreSetting& operator=(const RestoreSetting&) = delete;
+  ~RestoreSetting() { kSet(saved_); }
+
+ private:
+  Value saved_;
 };
 
-// The same for segment_reduce's L2 prefetch distance.
-struct RestorePrefetch {
-  ~RestorePrefetch() { detail::set_segment_prefetch_groups(detail::kSegmentPrefetchGroups); }
-};
-
-// The same for segment_reduce's and segment_softmax's scalar row pass at D = 1.
-struct RestoreScalarRows {
-  ~RestoreScalarRows() { detail::set_segment_scalar_rows_enabled(true); }
-};
-
-// The same for the sub-warp row pass of short rows at D > 32.
-struct RestoreSubwarpRows {
-  ~RestoreSubwarpRows() { detail::set_segment_subwarp_rows_enabled(true); }
-};
+// The segment kernels' row streams.
+using RestoreStreaming =
+    RestoreSetting<bool, detail::segment_stream_enabled, detail::set_segment_stream_enabled>;
+// segment_reduce's L2 prefetch distance.
+using RestorePrefetch = RestoreSetting<int, detail::segment_prefetch_groups, detail::set_segment_prefetch_groups>;
+// segment_reduce's and segment_softmax's scalar row pass at D = 1.
+using RestoreScalarRows =
+    RestoreSetting<bool, detail::segment_scalar_rows_enabled, detail::set_segment_scalar_rows_enabled>;
+// The sub-warp row pass of short rows at D > 32.
+using RestoreSubwarpRows =
+    RestoreSetting<bool, detail::segment_subwarp_rows_enabled, detail::set_segment_subwarp_rows_enabled>;
 
 // Lengths for the sub-warp row pass (rows of at most detail::kSubwarpRowTokens tokens at D > 32): mostly 0 to 4
 // tokens, with rows of 5 to 40 and a few of several chunks among them (for the first pass's plan), over several
@@ -312,10 +318,18 @@ inline std::vector<std::int64_t> subwarp_lengths(std::mt19937_64& rng) {
   return lengths;
 }
 
-// The same for the first-pass kernels' merges staged in shared memory.
-struct RestoreStagedMerges {
-  ~RestoreStagedMerges() { detail::set_segment_staged_merges_enabled(true); }
-};
+// The first-pass kernels' merges staged in shared memory.
+using RestoreStagedMerges =
+    RestoreSetting<bool, detail::segment_staged_merges_enabled, detail::set_segment_staged_merges_enabled>;
+// The most merge staging per warp (less shared memory, as on a device with less of it per SM).
+using RestoreMergeStageCap =
+    RestoreSetting<int, detail::segment_merge_stage_cap, detail::set_segment_merge_stage_cap>;
+
+// The length sets of length_sets() whose rows span many chunks (merge trees of two levels and more).
+inline std::vector<LengthSet> long_row_sets(std::mt19937_64& rng, std::int64_t inner) {
+  return {{"one row holds all", one_row_holds_all(rng, inner)},
+          {"scattered long rows", scattered_long_rows(rng, inner)}};
+}
 
 // `batch` rows of 0 to 3 tokens, 4 of them (at random places) `long_tokens` long: a plan of batch / 128 groups,
 // and merge trees. For the first-pass kernels' shared memory past 48 KB (the plan, then the merge staging:
@@ -329,10 +343,9 @@ inline std::vector<std::int64_t> many_rows_few_long(std::mt19937_64& rng, std::i
   return lengths;
 }
 
-// The same for the softmax's block rows.
-struct RestoreBlockRows {
-  ~RestoreBlockRows() { detail::set_segment_block_rows_enabled(true); }
-};
+// The softmax's block rows.
+using RestoreBlockRows =
+    RestoreSetting<bool, detail::segment_block_rows_enabled, detail::set_segment_block_rows_enabled>;
 
 // The elements [first, first + count) of a host vector.
 template <typename T>

@@ -433,6 +433,32 @@ TEMPLATE_TEST_CASE("segment_reduce: merges staged in shared memory give the regi
   for_each_sum_and_max_case<T, OffsetT>(rng, {8, 64, 264, 1000}, require_staged_merges_keep_bits<T, OffsetT>);
 }
 
+TEMPLATE_TEST_CASE("segment_reduce: smaller merge stagings give the register merges' bits",
+                   "[segment][gpu][determinism]", F32_I32, BF16_I64) {
+  // Where the device's shared memory per SM would lose the first-pass kernel a resident block (A100 past ~117,000
+  // rows, sm_86 / sm_89), the launcher stages 2 KB or 1 KB a warp instead of 4 KB: fewer columns per round trip
+  // (max / min at 1 KB: 4 columns of 16 children), the same merges. Rows of many chunks at D = 64 and 1000.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(815);
+  const RestoreStagedMerges restore;
+  const RestoreMergeStageCap restore_cap;
+  for (std::int64_t inner : {64, 1000}) {
+    for (const LengthSet& set : long_row_sets(rng, inner)) {
+      const DeviceRagged<T, OffsetT> dev(test::random_ragged<T, OffsetT>(set.lengths, inner, rng));
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+        for (int cap : {2048, 1024}) {
+          INFO("lengths: " << set.name << ", inner " << inner << ", op " << reduce_op_name(op) << ", " << cap
+                           << " bytes a warp");
+          detail::set_segment_merge_stage_cap(cap);
+          REQUIRE(detail::segment_merge_stage_cap() == cap);
+          require_staged_merges_keep_bits(dev, op);
+        }
+      }
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("segment_reduce: staged merges with the plan in shared memory past 48 KB and with CUB's plan",
                    "[segment][gpu]", F32_I32, BF16_I64) {
   // The first-pass kernel's dynamic shared memory is the plan (24 bytes per 128 rows, up to 131,072 rows) and then

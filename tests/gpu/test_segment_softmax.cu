@@ -426,6 +426,32 @@ TEMPLATE_TEST_CASE("segment_softmax: merges staged in shared memory give the reg
   }
 }
 
+TEMPLATE_TEST_CASE("segment_softmax: smaller merge stagings give the register merges' bits",
+                   "[segment][gpu][determinism]", F32_I32, BF16_I64) {
+  // 2 KB and 1 KB of staging a warp (what the launcher takes where 4 KB would lose the first-pass kernel a
+  // resident block): fewer columns of (max, sum) pairs or of sums per round trip, the same merges. Block rows off.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(816);
+  const RestoreStagedMerges restore;
+  const RestoreMergeStageCap restore_cap;
+  const RestoreBlockRows restore_block_rows;
+  detail::set_segment_block_rows_enabled(false);
+  for (std::int64_t inner : {64, 1000}) {
+    for (const LengthSet& set : long_row_sets(rng, inner)) {
+      const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
+      const DeviceRagged<T, OffsetT> dev(host);
+      const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
+      for (int cap : {2048, 1024}) {
+        INFO("lengths: " << set.name << ", inner " << inner << ", " << cap << " bytes a warp");
+        detail::set_segment_merge_stage_cap(cap);
+        REQUIRE(detail::segment_merge_stage_cap() == cap);
+        require_switch_keeps_bits(dev, dy, detail::set_segment_staged_merges_enabled);  // staged, then registers
+      }
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("segment_softmax: short rows at D > 32 in the sub-warp row pass", "[segment][gpu]", F32_I32,
                    F16_I64, BF16_I32) {
   // Rows of at most 4 tokens at D = 64, 128, 256 (where 16-byte vectors make 32 / vcols whole rows a warp) are
