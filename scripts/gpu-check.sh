@@ -70,6 +70,9 @@
 #                              references (scripts/bench_verify.sh; after the PyTorch comparisons, before the
 #                              sanitizers; RAGGED_SKIP_BENCH does not skip it)
 #   RAGGED_SKIP_TORCH=1        skip the PyTorch comparisons (scripts/torch_rnn.py, scripts/torch_attention.py)
+#   RAGGED_TORCH_COMPARISONS   which of them run (default: "rnn attention"; empty: none), e.g. "rnn" for a call
+#                              whose benchmark suites leave out attention_gpu (the attention comparison's ragged
+#                              side); one left out is a "not run (not asked)" row of summary.md
 #   RAGGED_TORCH_TIMEOUT       seconds per PyTorch comparison (default: 240)
 #   RAGGED_SKIP_TESTS=1        skip ctest (e.g. in a second device call that only runs sanitizers)
 #   RAGGED_SKIP_SANITIZERS=1   skip the compute-sanitizer runs (e.g. to split a check across two device calls,
@@ -92,6 +95,13 @@ sanitizer_seed=${RAGGED_SANITIZER_SEED:-time}
 split_tools=${RAGGED_SANITIZER_SPLIT_TOOLS:-memcheck racecheck initcheck}
 bench_timeout=${RAGGED_BENCH_TIMEOUT:-150}
 torch_timeout=${RAGGED_TORCH_TIMEOUT:-240}
+torch_comparisons=${RAGGED_TORCH_COMPARISONS-rnn attention}  # set and empty: none
+for comparison in $torch_comparisons; do
+  if [ "$comparison" != rnn ] && [ "$comparison" != attention ]; then
+    echo "gpu-check.sh: RAGGED_TORCH_COMPARISONS: '$comparison' is not 'rnn' or 'attention'" >&2
+    exit 2
+  fi
+done
 bench_suites=${RAGGED_BENCH_SUITES:-convert_gpu segment_gpu attention_gpu rnn_gpu planner convert_cpu}
 deadline=${RAGGED_DEADLINE:-560}
 # Newest first: a run that reaches its deadline drops the last ones.
@@ -181,7 +191,7 @@ record() {
   rows+=("| $1 | $2 | $3 | $4 | $seconds |")
   printf '%-48s %-6s rc=%-4s %ss\n' "$1" "$2" "$3" "$seconds"
   case "$2" in
-    pass | "not run (no case matches the filter)") ;;
+    pass | "not run (no case matches the filter)" | "not run (not asked)") ;;
     # A step the deadline left no time for is planned (the last A/B runs, usually), not a failure: the
     # verdict counts it apart. A step cut while it ran keeps its FAIL (exit code 124).
     "not run (deadline)") cut=$((cut + 1)) ;;
@@ -295,7 +305,9 @@ if [ "$configure_rc" -eq 0 ]; then
     echo "torch comparisons: skipped (RAGGED_SKIP_TORCH=1 or python3 cannot import torch)" | tee -a "$out/bench.log"
   else
     limit=$(step_timeout "$torch_timeout")
-    if [ "$limit" -eq 0 ]; then
+    if [[ " $torch_comparisons " != *" rnn "* ]]; then
+      record "torch rnn comparison" "not run (not asked)" "-" "RAGGED_TORCH_COMPARISONS"
+    elif [ "$limit" -eq 0 ]; then
       record "torch rnn comparison" "not run (deadline)" "-" "-"
     else
       torch_rc=0
@@ -308,7 +320,9 @@ if [ "$configure_rc" -eq 0 ]; then
       record "torch rnn comparison" "$(verdict "$torch_rc")" "$torch_rc" "torch_rnn.json, bench.log"
     fi
     limit=$(step_timeout "$torch_timeout")
-    if [ "$limit" -eq 0 ]; then
+    if [[ " $torch_comparisons " != *" attention "* ]]; then
+      record "torch attention comparison" "not run (not asked)" "-" "RAGGED_TORCH_COMPARISONS"
+    elif [ "$limit" -eq 0 ]; then
       record "torch attention comparison" "not run (deadline)" "-" "-"
     else
       torch_rc=0
