@@ -18,12 +18,17 @@
 //   ragged/<case>[/algo:per_step]/launch:ordinary  the per-step path (H = 2048's default; forced at H = 1024)
 //           with ordinary launches, where the plain runs launch each step as a programmatic dependent of the one
 //           before (kernels/grid_dependency.cuh): what that overlap buys
+//   ragged/<case>/kept:none|spare  where the weights stream (H = 2048), the persistent kernel keeping none of its
+//           gate rows' chunks in shared memory, or those its three stage buffers leave room for, where the plain
+//           runs keep the most (RnnKeptChunks, kernels/rnn_geometry.h; the counter kept_chunks says how many):
+//           what the kept chunks buy, and which policy buys more
 //   ragged|padded/<case>/cublas_ws:4MiB  both runs with 4 MiB of ragged's workspace for cuBLAS (the plain ones
 //           give it none, the default): what that buys the projection GEMM in time against what it costs in peak
 //           memory, a fixed cost that weighs on the peak-memory target in small cases
 // Both time the whole call (packing order, input projection, recurrence). Counters: tokens, padded_tokens,
 // real_frac = tokens / padded tokens (the issue's target: ragged time <= 1.15 x real_frac x padded time),
-// steps (the longest length), us_per_step (time / steps), algo (1 per-step, 2 persistent), TFLOP/s of the real
+// steps (the longest length), us_per_step (time / steps), algo (1 per-step, 2 persistent, 3 persistent streamed),
+// kept_chunks (the streamed persistent kernel's chunks kept in shared memory, of k_chunks), TFLOP/s of the real
 // tokens' work and peak_frac (over the bf16 GEMM rate measured in the run; bench/common/compute_peak.h), and
 // peak_bytes = input + output + final states + workspace (the weights, the same for both, are left out; their
 // bytes are the weights_bytes counter, so the report can also give the ratio with them in).
@@ -34,6 +39,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/common/compute_peak.h"
@@ -107,10 +113,13 @@ void verify_rnn(benchmark::State& state, const RnnArgs<T, std::int32_t>& args, c
 
 template <typename T>
 void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo requested,
-               std::size_t cublas_workspace_bytes, RnnProjection projection, Launches launches) {
-  // kOrdinary: ordinary launches for this benchmark; kDependent keeps the process's setting.
+               std::size_t cublas_workspace_bytes, RnnProjection projection, Launches launches,
+               detail::RnnKeptChunks kept) {
+  // kOrdinary: ordinary launches for this benchmark; kDependent keeps the process's setting. `kept`: the
+  // process's setting unless the row names another.
   const detail::DependentLaunchScope launch_setting(launches == Launches::kDependent &&
                                                     detail::dependent_launch_enabled());
+  const detail::RnnKeptChunksScope kept_setting(kept);
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
     CublasHandle cublas;
@@ -169,6 +178,14 @@ void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo 
     state.counters["real_frac"] = c.max_len == 0 ? 1.0 : static_cast<double>(c.tokens) / (c.batch * c.max_len);
     state.counters["steps"] = static_cast<double>(c.max_len);
     state.counters["algo"] = static_cast<double>(static_cast<int>(algo));
+    if (algo == RnnAlgo::kPersistentStreamed) {
+      RnnAlgo path = RnnAlgo::kAuto;
+      detail::RnnPersistentPlan plan;
+      if (!ok_or_skip(state, detail::plan_rnn_path<T>(c.mode, H, H, 0, 1, requested, path, plan), "plan_rnn_path"))
+        return;
+      state.counters["kept_chunks"] = plan.kept_chunks;
+      state.counters["k_chunks"] = detail::rnn_k_chunks(detail::make_rnn_gemm_geometry(16, H, sizeof(T)));
+    }
     // Real work only (the padded run's extra tokens do not count): input projection and recurrent product,
     // 2 * tokens * gates * H * (input + H).
     set_gpu_flops(state, 2.0 * static_cast<double>(c.tokens) * static_cast<double>(G * H) * static_cast<double>(2 * H));
@@ -211,11 +228,13 @@ void register_rnn_gpu() {
   constexpr std::size_t kRoomyCublasWs = std::size_t{4} << 20;
   for (const RnnCase& c : rnn_cases()) {
     const auto shared = std::make_shared<const RnnCase>(c);
+    const detail::RnnKeptChunks process_kept = detail::rnn_kept_chunks();
     const auto add = [&](const std::string& name, RnnImpl impl, RnnAlgo algo, std::size_t cublas_ws,
-                         RnnProjection projection = RnnProjection::kCublas, Launches launches = Launches::kDependent) {
-      register_gpu_benchmark(name, [shared, impl, algo, cublas_ws, projection, launches](benchmark::State& st) {
-        if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl, algo, cublas_ws, projection, launches);
-        else bench_rnn<float>(st, *shared, impl, algo, cublas_ws, projection, launches);
+                         RnnProjection projection = RnnProjection::kCublas, Launches launches = Launches::kDependent,
+                         detail::RnnKeptChunks kept = detail::rnn_kept_chunks()) {
+      register_gpu_benchmark(name, [shared, impl, algo, cublas_ws, projection, launches, kept](benchmark::State& st) {
+        if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl, algo, cublas_ws, projection, launches, kept);
+        else bench_rnn<float>(st, *shared, impl, algo, cublas_ws, projection, launches, kept);
       });
     };
     const bool streamed = c.hidden >= kStreamedHidden;
@@ -232,10 +251,19 @@ void register_rnn_gpu() {
     if (c.hidden >= 1024)
       add(c.name("ragged") + "/algo:per_step/launch:ordinary", RnnImpl::kRagged, RnnAlgo::kPerStep,
           default_cublas_ws, RnnProjection::kCublas, Launches::kOrdinary);
-    // Where the weights stay on chip by default, what streaming them every step would cost instead.
+    // Where the weights stay on chip by default, what streaming them every step would cost instead (all of them:
+    // the kept chunks would keep most).
     if (c.hidden == 1024)
       add(c.name("ragged") + "/algo:persistent_streamed", RnnImpl::kRagged, RnnAlgo::kPersistentStreamed,
-          default_cublas_ws);
+          default_cublas_ws, RnnProjection::kCublas, Launches::kDependent, detail::RnnKeptChunks::kNone);
+    // Where they stream by default: the streamed kernel keeping none of its chunks, and those three buffers leave
+    // room for, against the plain run's policy (the most, unless RAGGED_RNN_KEPT_CHUNKS says otherwise).
+    if (streamed)
+      for (const auto& [suffix, policy] : {std::make_pair("none", detail::RnnKeptChunks::kNone),
+                                           std::make_pair("spare", detail::RnnKeptChunks::kSpare)})
+        if (policy != process_kept)
+          add(c.name("ragged") + "/kept:" + suffix, RnnImpl::kRagged, RnnAlgo::kAuto, default_cublas_ws,
+              RnnProjection::kCublas, Launches::kDependent, policy);
     // 4 MiB of cuBLAS workspace, both sides, so the targets can be judged as they would be with that default.
     add(c.name("ragged") + "/cublas_ws:4MiB", RnnImpl::kRagged, RnnAlgo::kAuto, kRoomyCublasWs);
     add(c.name("padded") + "/cublas_ws:4MiB", RnnImpl::kPadded, RnnAlgo::kAuto, kRoomyCublasWs);

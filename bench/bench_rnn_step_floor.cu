@@ -193,6 +193,8 @@ std::vector<double> to_doubles(const std::vector<Word>& v) {
 // The persistent kernel's grid for the case, with its weights resident or streamed: its blocks, the hidden units
 // each owns and (streamed) its buffers per chunk.
 detail::RnnPersistentPlan persistent_plan(const RnnStepFloorCase& c, bool resident = true) {
+  // Streamed: every chunk, three buffers deep where they fit (the weights floor moves all of W_hh each step).
+  const detail::RnnKeptChunksScope stream_all(detail::RnnKeptChunks::kNone);
   detail::RnnPersistentPlan plan;
   const Status s = c.bf16 ? detail::plan_rnn_persistent<bfloat16>(c.mode, c.hidden, c.hidden, 0, 1, resident, plan)
                           : detail::plan_rnn_persistent<float>(c.mode, c.hidden, c.hidden, 0, 1, resident, plan);

@@ -252,20 +252,35 @@ __device__ __forceinline__ void stage_rows(T* dst, int ld, int rows, int cols, c
   }
 }
 
+// The W_hh row of the block's gate row q (gate q / units, unit u0 + q % units), or -1 for the padding rows past
+// its gates * units and the units past the hidden size.
+struct GateWeightRows {
+  int units;
+  int gates;
+  std::int64_t hidden;
+  std::int64_t u0;
+  __device__ __forceinline__ std::int64_t operator()(int q) const {
+    const int gate = q / units, u = q - gate * units;
+    return q < gates * units && u0 + u < hidden ? gate * hidden + u0 + u : -1;
+  }
+};
+
 // ---------------------------------------------------------------------------------------------------------------
 // The block product for the `rows_here` batch rows of `act` (act_ld elements apart; rows up to the next
 // multiple of 16 are zero, later ones are not computed): fills partials[split][m][q] (ld rows_pad + 4) for the
 // block's weight rows q. With kResident the weights already sit in w_shared [rows_pad][ld(k_pad)]; otherwise
 // each k chunk of them is staged next to the activations, layout.stages buffers deep like them. Ends with a
-// barrier, after which the partials may be read.
+// barrier, after which the partials may be read. Streamed weights: the first kept_chunks chunks are not staged,
+// they sit at layout.kept_weights for the whole kernel (stage_kept_chunks), chunk c one weight_buffer after chunk
+// c - 1; the summation order is the same either way, so are the bits.
 
 // 16-bit chunks must start at an even multiple of the k-step stride of every split (TileAcc's two sets).
 static_assert(kRnnKChunkBytes / 2 / 16 % (2 * kRnnWarps) == 0, "a 16-bit chunk holds an even number of split rounds");
 
 template <typename T, bool kResident, typename WeightRowOf>
 __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& layout, unsigned char* shared,
-                              std::size_t weights_at, const T* act, std::int64_t act_ld, bool act_vec, int rows_here,
-                              const T* w, bool w_vec, WeightRowOf w_row_of) {
+                              std::size_t weights_at, int kept_chunks, const T* act, std::int64_t act_ld, bool act_vec,
+                              int rows_here, const T* w, bool w_vec, WeightRowOf w_row_of) {
   const int warp = threadIdx.x >> 5;
   const int w_ld = rnn_shared_ld(kResident ? g.k_pad : g.k_chunk, sizeof(T));
   const int a_ld = rnn_shared_ld(g.k_chunk, sizeof(T));
@@ -273,6 +288,9 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
   auto act_buffer = [&](int b) { return reinterpret_cast<T*>(shared + layout.activations + b * layout.activation_buffer); };
   auto w_buffer = [&](int b) {
     return reinterpret_cast<T*>(shared + weights_at + (kResident ? 0 : b * layout.weight_buffer));
+  };
+  auto kept_buffer = [&](int c) {
+    return reinterpret_cast<const T*>(shared + layout.kept_weights + c * layout.weight_buffer);
   };
   float* partials = reinterpret_cast<float*>(shared + layout.partials);
 
@@ -287,10 +305,13 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
   for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) acc[i].zero();
 
   auto act_row = [&](int m) -> std::int64_t { return m < rows_here ? m : -1; };
-  auto stage = [&](int k0, int b) {
+  auto stage = [&](int c, int b) {
+    const int k0 = c * g.k_chunk;
     const int cols = rnn_chunk_columns(g, k0);
     stage_rows<T, true>(act_buffer(b), a_ld, m_rows, cols, act, act_ld, k0, g.k, act_vec, act_row);
-    if constexpr (!kResident) stage_rows<T, false>(w_buffer(b), w_ld, g.rows_pad, cols, w, g.k, k0, g.k, w_vec, w_row_of);
+    if constexpr (!kResident) {
+      if (c >= kept_chunks) stage_rows<T, false>(w_buffer(b), w_ld, g.rows_pad, cols, w, g.k, k0, g.k, w_vec, w_row_of);
+    }
     cp_async_commit();
   };
   // Chunk c sits in buffer c % stages. Every pass commits one group, empty past the last chunk, so that waiting
@@ -298,14 +319,14 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
   const int chunks = (g.k_pad + g.k_chunk - 1) / g.k_chunk;
   const int stages = kResident ? kRnnResidentStages : layout.stages;  // a constant where the weights are resident
   for (int c = 0; c < stages - 1; ++c) {
-    if (c < chunks) stage(c * g.k_chunk, c);
+    if (c < chunks) stage(c, c);
     else cp_async_commit();
   }
   for (int c = 0; c < chunks; ++c) {
     const int k0 = c * g.k_chunk;
     const int ahead = c + stages - 1;
     // Overwrites the buffer chunk c - 1 used: read before the last barrier.
-    if (ahead < chunks) stage(ahead * g.k_chunk, ahead % stages);
+    if (ahead < chunks) stage(ahead, ahead % stages);
     else cp_async_commit();
     // wait_group takes an immediate: exact for 2 and 3 stages, more than needed (still correct) past 3.
     if (stages >= 3) cp_async_wait<2>();
@@ -314,7 +335,7 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
     const int cols = rnn_chunk_columns(g, k0);
     const int buffer = c % stages;
     const T* a_chunk = act_buffer(buffer);
-    const T* w_chunk = kResident ? w_buffer(0) + k0 : w_buffer(buffer);
+    const T* w_chunk = kResident ? w_buffer(0) + k0 : c < kept_chunks ? kept_buffer(c) : w_buffer(buffer);
     const int first = rnn_first_step_column(g, split, k0);
 #pragma unroll
     for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) {
@@ -467,24 +488,45 @@ __device__ __forceinline__ void load_held_states(const KernelParams<T>& p, int d
   }
 }
 
-// Starts the L2 reads of the block's gate rows of W_hh over the first `chunks` k chunks (streamed weights: the
-// per-step kernel before wait_for_prior_grid, the persistent one while it waits at the grid barrier; the weights
-// do not change during a layer), so that the product's first stages find them there rather than in DRAM.
+// Starts the L2 reads of the block's gate rows of W_hh over k chunks first .. first + chunks - 1 (streamed
+// weights: the per-step kernel before wait_for_prior_grid, the persistent one while it waits at the grid barrier,
+// from its first streamed chunk; the weights do not change during a layer), so that the product's first stages
+// find them there rather than in DRAM.
 template <typename T>
-__device__ __forceinline__ void prefetch_weight_chunks(const KernelParams<T>& p, int d, int slice, int chunks) {
+__device__ __forceinline__ void prefetch_weight_chunks(const KernelParams<T>& p, int d, int slice, int first,
+                                                       int chunks) {
   constexpr int kLine = 128;
   const RnnGemmGeometry& g = p.gate;
   const std::int64_t H = p.a.hidden;
   const std::int64_t u0 = static_cast<std::int64_t>(slice) * p.units;
-  const int cols = min(g.k, chunks * g.k_chunk);
-  const int lines = (cols * static_cast<int>(sizeof(T)) + kLine - 1) / kLine;  // per row
+  const int col0 = first * g.k_chunk, col1 = min(g.k, (first + chunks) * g.k_chunk);
+  if (col0 >= col1) return;  // every chunk kept
+  const int line0 = col0 * static_cast<int>(sizeof(T)) / kLine;  // within a row
+  const int lines = (col1 * static_cast<int>(sizeof(T)) + kLine - 1) / kLine - line0;
   const char* w = reinterpret_cast<const char*>(p.a.w_hh[d]);
   for (int i = threadIdx.x; i < p.a.gates * p.units * lines; i += blockDim.x) {
-    const int q = i / lines, line = i - q * lines;
+    const int q = i / lines, line = line0 + i - q * lines;
     const int gate = q / p.units, u = q - gate * p.units;
     if (u0 + u >= H) continue;
     prefetch_l2(w + ((gate * H + u0 + u) * g.k * static_cast<std::int64_t>(sizeof(T)) + line * kLine));
   }
+}
+
+// The persistent kernel with streamed weights, before its first step: the block's gate rows over the layout's
+// kept chunks into their buffers (chunk_product then reads them there every step). Ends with a barrier.
+template <typename T>
+__device__ void stage_kept_chunks(const KernelParams<T>& p, unsigned char* shared, int d, int slice) {
+  const RnnGemmGeometry& g = p.gate;
+  const GateWeightRows rows{p.units, p.a.gates, p.a.hidden, static_cast<std::int64_t>(slice) * p.units};
+  for (int c = 0; c < p.shared.kept_chunks; ++c) {
+    const int k0 = c * g.k_chunk;
+    stage_rows<T, false>(reinterpret_cast<T*>(shared + p.shared.kept_weights + c * p.shared.weight_buffer),
+                         rnn_shared_ld(g.k_chunk, sizeof(T)), g.rows_pad, rnn_chunk_columns(g, k0), p.a.w_hh[d], g.k,
+                         k0, g.k, p.vec_w_hh, rows);
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
 }
 
 // Starts the DRAM reads (L2 prefetch) of the input projections of step t's items idx >= first_idx of the chunk
@@ -562,16 +604,13 @@ __device__ void gates_phase(const KernelParams<T>& p, unsigned char* shared, int
   const std::int64_t u0 = static_cast<std::int64_t>(slice) * units;
   const float* partials = reinterpret_cast<const float*>(shared + p.shared.partials);
   const T* h_cur = state_h(a, d, t & 1);
-  auto w_row = [&](int q) -> std::int64_t {
-    const int gate = q / units, u = q - gate * units;
-    return q < G * units && u0 + u < H ? gate * H + u0 + u : -1;
-  };
+  const GateWeightRows w_row{units, static_cast<int>(G), H, u0};
 
   for (std::int64_t m0 = 0; m0 < active; m0 += kRnnMChunk) {
     const int rows_here = chunk_rows(active, m0);
     if (!prefetched) prefetch_item_inputs(p, d, slice, t, m0, rows_here, first_unheld_item(m0));
-    chunk_product<T, kResident>(g, p.shared, shared, p.shared.gate_weights, h_cur + m0 * S, S, p.vec_h, rows_here,
-                                a.w_hh[d], p.vec_w_hh, w_row);
+    chunk_product<T, kResident>(g, p.shared, shared, p.shared.gate_weights, kResident ? 0 : p.shared.kept_chunks,
+                                h_cur + m0 * S, S, p.vec_h, rows_here, a.w_hh[d], p.vec_w_hh, w_row);
     if (m0 == 0) {
 #pragma unroll
       for (int i = 0; i < kRnnHeldItems; ++i) {
@@ -611,7 +650,7 @@ __device__ void proj_phase(const KernelParams<T>& p, unsigned char* shared, int 
 
   for (std::int64_t m0 = 0; m0 < active; m0 += kRnnMChunk) {
     const int rows_here = chunk_rows(active, m0);
-    chunk_product<T, kResident>(g, p.shared, shared, kResident ? p.shared.proj_weights : p.shared.gate_weights,
+    chunk_product<T, kResident>(g, p.shared, shared, kResident ? p.shared.proj_weights : p.shared.gate_weights, 0,
                                 r + m0 * H, H, p.vec_r, rows_here, a.w_hr[d], p.vec_w_hr, w_row);
     for (int idx = threadIdx.x; idx < rows_here * rows; idx += blockDim.x) {
       const int m = idx / rows, q = idx - m * rows;

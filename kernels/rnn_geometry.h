@@ -95,6 +95,11 @@ struct RnnSharedLayout {
   // resident: [gate.rows_pad][ld(gate.k_pad)], streamed: stages x [max rows_pad][ld(max k_chunk)]
   std::size_t gate_weights = 0;
   std::size_t weight_buffer = 0;  // streamed: bytes from one weight buffer to the next
+  // Streamed (the persistent kernel's): the gate rows' first kept_chunks k chunks stay in shared memory for the
+  // whole layer, chunk c at kept_weights + c * weight_buffer in a stage buffer's shape, and only the others
+  // stream each step. 0 on the per-step path and where the weights are resident.
+  int kept_chunks = 0;
+  std::size_t kept_weights = 0;
   std::size_t proj_weights = 0;   // resident with a projection: [proj.rows_pad][ld(proj.k_pad)]
   std::size_t activations = 0;    // stages x [kRnnMChunk][ld(max k_chunk)]
   std::size_t activation_buffer = 0;
@@ -105,10 +110,11 @@ struct RnnSharedLayout {
 RAGGED_HOST_DEVICE std::size_t rnn_align128(std::size_t x) { return (x + 127) / 128 * 128; }
 
 // `gate` is always used; `proj` only when has_proj. `resident`: whole weight slices stay in shared memory.
-// `stages`: buffers per staged operand (>= 2).
+// `stages`: buffers per staged operand (>= 2). `kept_chunks`: streamed gate chunks kept for the whole layer
+// (RnnSharedLayout; ignored where resident).
 RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry& gate, const RnnGemmGeometry& proj,
                                                           bool has_proj, bool resident, int elem_bytes,
-                                                          int stages = kRnnResidentStages) {
+                                                          int stages = kRnnResidentStages, int kept_chunks = 0) {
   RnnSharedLayout s;
   s.stages = stages;
   std::size_t at = 0;
@@ -125,6 +131,9 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
     }
     s.weight_buffer = rnn_align128(static_cast<std::size_t>(rows) * rnn_shared_ld(k_chunk, elem_bytes) * elem_bytes);
     at += static_cast<std::size_t>(stages) * s.weight_buffer;
+    s.kept_chunks = kept_chunks > 0 ? kept_chunks : 0;
+    s.kept_weights = at;
+    at += static_cast<std::size_t>(s.kept_chunks) * s.weight_buffer;
   }
   s.proj_weights = at;
   if (has_proj && resident)
@@ -144,6 +153,43 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
   at = rnn_align128(at + partial_rows * kRnnMChunk * sizeof(float));
   s.total = at;
   return s;
+}
+
+// k chunks of a pass: k_pad / k_chunk rounded up.
+RAGGED_HOST_DEVICE int rnn_k_chunks(const RnnGemmGeometry& g) { return (g.k_pad + g.k_chunk - 1) / g.k_chunk; }
+
+// How the persistent kernel with streamed weights uses the shared memory its stage buffers leave (one block per
+// SM, so every byte of the device's opt-in size is the block's): it keeps the first k chunks of its gate rows
+// there for the whole layer, and streams only the rest each step. Why: each streamed chunk costs a step
+// ~1-2 us on the H200 (087a77a: bfloat16 H = 1024 streamed 13.1 us a step against 8.9 resident, 4 chunks;
+// H = 2048 27.9, 8 chunks), so a kept chunk is that much less to wait for. Not run on a GPU yet.
+//   kNone   stream every chunk (the kernel up to 2026-11-30)
+//   kSpare  keep what fits beside the deepest staging that fits (three buffers where they fit)
+//   kMost   keep the most chunks, with two buffers where that keeps more than kSpare (bfloat16 H = 2048 on an
+//           H100 / H200, 64 LSTM gate rows a block: 3 of 8 chunks, against 1 with three buffers; 48 GRU rows: 5
+//           against 3)
+enum class RnnKeptChunks : int { kNone = 0, kSpare = 1, kMost = 2 };
+
+// The streamed layout of a persistent block under `policy`, keeping at most `cap` chunks: kRnnStreamedStages
+// buffers where `dynamic_max` bytes hold them, else kRnnResidentStages (which may not fit either: then its total
+// is past dynamic_max, kept_chunks 0).
+RAGGED_HOST_DEVICE RnnSharedLayout plan_streamed_layout(const RnnGemmGeometry& gate, const RnnGemmGeometry& proj,
+                                                        bool has_proj, int elem_bytes, std::size_t dynamic_max,
+                                                        RnnKeptChunks policy, int cap) {
+  const auto keeping = [&](int stages) {
+    const RnnSharedLayout bare = make_rnn_shared_layout(gate, proj, has_proj, false, elem_bytes, stages, 0);
+    if (policy == RnnKeptChunks::kNone || bare.total >= dynamic_max) return bare;
+    std::size_t room = (dynamic_max - bare.total) / bare.weight_buffer;
+    const int chunks = rnn_k_chunks(gate);
+    int kept = static_cast<int>(room < static_cast<std::size_t>(chunks) ? room : static_cast<std::size_t>(chunks));
+    kept = kept < cap ? kept : (cap > 0 ? cap : 0);
+    return make_rnn_shared_layout(gate, proj, has_proj, false, elem_bytes, stages, kept);
+  };
+  const RnnSharedLayout deep = keeping(kRnnStreamedStages);
+  if (deep.total > dynamic_max) return keeping(kRnnResidentStages);
+  if (policy != RnnKeptChunks::kMost) return deep;
+  const RnnSharedLayout shallow = keeping(kRnnResidentStages);
+  return shallow.kept_chunks > deep.kept_chunks ? shallow : deep;
 }
 
 }  // namespace detail

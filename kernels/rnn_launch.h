@@ -17,6 +17,7 @@
 #include "ragged/packing.h"
 #include "ragged/rnn.h"
 #include "ragged/status.h"
+#include "rnn_geometry.h"
 
 namespace ragged {
 namespace detail {
@@ -98,6 +99,7 @@ struct RnnPersistentPlan {
   bool fits = false;
   bool resident = true;  // weights in shared memory for the whole layer; false: streamed every step
   int stages = 0;        // buffers per staged operand (kRnnResidentStages where resident)
+  int kept_chunks = 0;   // streamed: gate-row k chunks kept in shared memory for the layer (RnnSharedLayout)
   int units = 0;         // hidden units per block (all gates of each)
   int slices = 0;        // blocks per direction
   int proj_units = 0;    // projection rows per block
@@ -106,6 +108,29 @@ struct RnnPersistentPlan {
 template <typename T>
 Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj,
                            std::int64_t dirs, bool resident, RnnPersistentPlan& plan);
+
+// How the persistent kernel with streamed weights keeps chunks of its gate rows in shared memory
+// (RnnKeptChunks, rnn_geometry.h): kMost unless the process started with RAGGED_RNN_KEPT_CHUNKS set to 0 (kNone)
+// or 1 (kSpare). Read when a layer is planned. Not thread-safe to change: the benchmarks set it to time the
+// policies in one run, the tests to compare their bits.
+RnnKeptChunks rnn_kept_chunks();
+void set_rnn_kept_chunks(RnnKeptChunks policy);
+// The most chunks a plan keeps (tests lower it to make a layer keep some chunks and stream others); no limit
+// unless set. Not thread-safe to change, as above.
+int rnn_kept_chunk_cap();
+void set_rnn_kept_chunk_cap(int chunks);
+
+// rnn_kept_chunks() set to `policy` while the scope lives (the benchmarks' rows of each policy).
+class RnnKeptChunksScope {
+ public:
+  explicit RnnKeptChunksScope(RnnKeptChunks policy) : saved_(rnn_kept_chunks()) { set_rnn_kept_chunks(policy); }
+  ~RnnKeptChunksScope() { set_rnn_kept_chunks(saved_); }
+  RnnKeptChunksScope(const RnnKeptChunksScope&) = delete;
+  RnnKeptChunksScope& operator=(const RnnKeptChunksScope&) = delete;
+
+ private:
+  RnnKeptChunks saved_;
+};
 
 // kAuto takes the per-step path up to this hidden size, whether or not a persistent kernel fits. Why: on the
 // H200 (docs/results/2026-11-27-h200-8cbd4e5921d3 and -a910134773d1, the recurrent kernels as they are now) the

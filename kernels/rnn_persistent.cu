@@ -8,6 +8,7 @@
 #include <cooperative_groups.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -27,14 +28,10 @@ __global__ void __launch_bounds__(kRnnThreads, 1) rnn_persistent_kernel(const __
   const int d = static_cast<int>(blockIdx.x) / p.slices;
   const int slice = static_cast<int>(blockIdx.x) - d * p.slices;
 
-  // The block's weight slices, loaded once (zero rows / columns pad them to whole tiles).
+  // The block's weight slices, loaded once (zero rows / columns pad them to whole tiles); streamed ones, the
+  // chunks the layout keeps.
   if constexpr (kResidentWeights) {
-    const int units = p.units;
-    const std::int64_t u0 = static_cast<std::int64_t>(slice) * units;
-    auto gate_row = [&](int q) -> std::int64_t {
-      const int gate = q / units, u = q - gate * units;
-      return q < a.gates * units && u0 + u < a.hidden ? gate * a.hidden + u0 + u : -1;
-    };
+    const GateWeightRows gate_row{p.units, a.gates, a.hidden, static_cast<std::int64_t>(slice) * p.units};
     stage_rows<T, false>(reinterpret_cast<T*>(shared + p.shared.gate_weights), rnn_shared_ld(p.gate.k_pad, sizeof(T)),
                          p.gate.rows_pad, p.gate.k_pad, a.w_hh[d], a.state, 0, p.gate.k, p.vec_w_hh, gate_row);
     if (a.proj > 0) {
@@ -47,16 +44,18 @@ __global__ void __launch_bounds__(kRnnThreads, 1) rnn_persistent_kernel(const __
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
+  } else if (p.shared.kept_chunks > 0) {
+    stage_kept_chunks(p, shared, d, slice);
   }
 
   // Each step ends at a split barrier: between arriving and waiting, the block loads what its next step needs
   // from memory no other block writes (rnn_common.cuh: held items, input projections; streamed weights: the
-  // first chunks of its gate rows, to L2), so those loads leave the step's critical path. Nothing written there
-  // is read by another block in the next step.
+  // first chunks of its gate rows that stream, to L2), so those loads leave the step's critical path. Nothing
+  // written there is read by another block in the next step.
   std::int64_t active = active_at(a, 0);  // the same for every block, so all leave together
   HeldItems held;
   load_held_items(p, d, slice, 0, active, false, held);
-  if (!kResidentWeights && active > 0) prefetch_weight_chunks(p, d, slice, p.shared.stages - 1);
+  if (!kResidentWeights && active > 0) prefetch_weight_chunks(p, d, slice, p.shared.kept_chunks, p.shared.stages - 1);
   for (std::int64_t t = 0; t < a.max_steps && active > 0; ++t) {
     gates_phase<T, kResidentWeights>(p, shared, d, slice, t, active, held, t > 0);
     if (a.proj > 0) {
@@ -68,7 +67,8 @@ __global__ void __launch_bounds__(kRnnThreads, 1) rnn_persistent_kernel(const __
     load_held_items(p, d, slice, t + 1, next, true, held);
     for (std::int64_t m0 = 0; m0 < next; m0 += kRnnMChunk)
       prefetch_item_inputs(p, d, slice, t + 1, m0, chunk_rows(next, m0), first_unheld_item(m0));
-    if (!kResidentWeights && next > 0) prefetch_weight_chunks(p, d, slice, p.shared.stages - 1);
+    if (!kResidentWeights && next > 0)
+      prefetch_weight_chunks(p, d, slice, p.shared.kept_chunks, p.shared.stages - 1);
     grid.barrier_wait(std::move(arrival));
     active = next;
   }
@@ -80,18 +80,35 @@ const void* persistent_kernel(bool resident) {
                   : reinterpret_cast<const void*>(&rnn_persistent_kernel<T, false>);
 }
 
-// The shared-memory layout of a persistent block: resident weights, or streamed ones kRnnStreamedStages deep
-// where `dynamic_max` bytes hold that, else kRnnResidentStages deep (which may not fit either).
+// The shared-memory layout of a persistent block: resident weights, or streamed ones with the chunks `policy`
+// keeps (plan_streamed_layout: kRnnStreamedStages deep where `dynamic_max` bytes hold that, else
+// kRnnResidentStages deep, which may not fit either).
 RnnSharedLayout persistent_layout(const RnnGemmGeometry& gate, const RnnGemmGeometry& proj, bool has_proj,
-                                  bool resident, int elem_bytes, std::size_t dynamic_max) {
+                                  bool resident, int elem_bytes, std::size_t dynamic_max, RnnKeptChunks policy) {
   if (resident) return make_rnn_shared_layout(gate, proj, has_proj, true, elem_bytes);
-  const RnnSharedLayout deep = make_rnn_shared_layout(gate, proj, has_proj, false, elem_bytes, kRnnStreamedStages);
-  if (deep.total <= dynamic_max) return deep;
-  return make_rnn_shared_layout(gate, proj, has_proj, false, elem_bytes, kRnnResidentStages);
+  return plan_streamed_layout(gate, proj, has_proj, elem_bytes, dynamic_max, policy, rnn_kept_chunk_cap());
+}
+
+// RAGGED_RNN_KEPT_CHUNKS=0 or 1 in the environment starts a process with kNone or kSpare, to compare on a GPU.
+RnnKeptChunks& kept_chunks_setting() {
+  static RnnKeptChunks policy = static_cast<RnnKeptChunks>(setting_from_environment(
+      "RAGGED_RNN_KEPT_CHUNKS", static_cast<int>(RnnKeptChunks::kMost), static_cast<int>(RnnKeptChunks::kNone),
+      static_cast<int>(RnnKeptChunks::kMost)));
+  return policy;
+}
+
+int& kept_chunk_cap_setting() {
+  static int cap = std::numeric_limits<int>::max();
+  return cap;
 }
 
 }  // namespace
 }  // namespace rnn
+
+RnnKeptChunks rnn_kept_chunks() { return rnn::kept_chunks_setting(); }
+void set_rnn_kept_chunks(RnnKeptChunks policy) { rnn::kept_chunks_setting() = policy; }
+int rnn_kept_chunk_cap() { return rnn::kept_chunk_cap_setting(); }
+void set_rnn_kept_chunk_cap(int chunks) { rnn::kept_chunk_cap_setting() = chunks < 0 ? 0 : chunks; }
 
 template <typename T>
 Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj,
@@ -128,20 +145,30 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
     const RnnGemmGeometry gate = make_rnn_gemm_geometry(gates * units, state, sizeof(T));
     const RnnGemmGeometry projection = make_rnn_gemm_geometry(proj_units, hidden, sizeof(T));
     if (!rnn_gemm_fits_warps(gate) || (proj > 0 && !rnn_gemm_fits_warps(projection))) return Status::kSuccess;
-    const RnnSharedLayout shared =
-        rnn::persistent_layout(gate, projection, proj > 0, resident, sizeof(T), dynamic_max);
+    RnnSharedLayout shared =
+        rnn::persistent_layout(gate, projection, proj > 0, resident, sizeof(T), dynamic_max, rnn_kept_chunks());
     if (shared.total > dynamic_max) return Status::kSuccess;  // past the device's limit, as every larger count
     s = set_shared_limit(kernel, shared.total, dynamic_max, "rnn_persistent_kernel");
     if (s != Status::kSuccess) return s;
     int per_sm = 0;
-    s = from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRnnThreads, shared.total),
-                  "cudaOccupancyMaxActiveBlocksPerMultiprocessor(rnn_persistent_kernel)");
+    const auto blocks_per_sm = [&](const RnnSharedLayout& layout) {
+      return from_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kRnnThreads, layout.total),
+                       "cudaOccupancyMaxActiveBlocksPerMultiprocessor(rnn_persistent_kernel)");
+    };
+    s = blocks_per_sm(shared);
     if (s != Status::kSuccess) return s;
+    if (static_cast<std::int64_t>(per_sm) * sms < blocks && shared.kept_chunks > 0) {
+      // The kept chunks cost the grid its residency (a count whose blocks need two per SM): stream them all.
+      shared = rnn::persistent_layout(gate, projection, proj > 0, false, sizeof(T), dynamic_max, RnnKeptChunks::kNone);
+      s = blocks_per_sm(shared);
+      if (s != Status::kSuccess) return s;
+    }
     if (static_cast<std::int64_t>(per_sm) * sms < blocks) continue;
 
     plan.fits = true;
     plan.resident = resident;
     plan.stages = shared.stages;
+    plan.kept_chunks = shared.kept_chunks;
     plan.units = static_cast<int>(units);
     plan.slices = static_cast<int>(slices);
     plan.proj_units = static_cast<int>(proj_units);
@@ -189,7 +216,8 @@ Status launch_rnn_persistent(const RnnRecurrenceArgs<T>& args, const RnnPersiste
   p.proj_units = plan.proj_units;
   p.gate = make_rnn_gemm_geometry(args.gates * plan.units, args.state, sizeof(T));
   p.proj = make_rnn_gemm_geometry(plan.proj_units, args.hidden, sizeof(T));
-  p.shared = make_rnn_shared_layout(p.gate, p.proj, args.proj > 0, plan.resident, sizeof(T), plan.stages);
+  p.shared = make_rnn_shared_layout(p.gate, p.proj, args.proj > 0, plan.resident, sizeof(T), plan.stages,
+                                    plan.kept_chunks);
   rnn::fill_vector_flags(p);
   Status s = set_shared_limit(rnn::persistent_kernel<T>(plan.resident), p.shared.total, "rnn_persistent_kernel");
   if (s != Status::kSuccess) return s;

@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kRnnThreads)
   HeldItems held;
   if (active > 0) {
     load_held_items(p, d, slice, t, active, false, held, false);
-    prefetch_weight_chunks(p, d, slice, p.shared.stages - 1);
+    prefetch_weight_chunks(p, d, slice, 0, p.shared.stages - 1);
   }
   wait_for_prior_grid();
   if (active == 0) return;

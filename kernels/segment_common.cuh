@@ -112,8 +112,10 @@ __device__ __forceinline__ std::int64_t find_group(const RowWork* plan, std::int
 // also writes the plan to L.plan for the kernel after it (softmax's second pass). A larger plan was scanned by
 // CUB (build_plan) and stays in L.plan.
 __device__ __forceinline__ unsigned char* first_pass_shared() {
-  // RowWork has a constructor, which a shared-memory variable may not have: raw words, viewed as RowWork.
-  extern __shared__ std::int64_t first_pass_shared_words[];  // first_pass_shared_bytes
+  // RowWork has a constructor, which a shared-memory variable may not have: raw words, viewed as RowWork. 16-byte
+  // aligned whatever static shared memory the kernel has (stage_plan's 192 bytes now), since the merge staging's
+  // cp.async pieces need it.
+  extern __shared__ __align__(16) std::int64_t first_pass_shared_words[];  // first_pass_shared_bytes
   return reinterpret_cast<unsigned char*>(first_pass_shared_words);
 }
 

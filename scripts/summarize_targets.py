@@ -331,7 +331,7 @@ def rnn_section(report, runs, torch_rnn):
     for name, run in sorted(runs.items(), key=lambda item: natural_key(item[0])):
         op, impl, case = split(name)
         if (not op.startswith("rnn_") or impl != "ragged" or field(case, "algo") or field(case, "cublas_ws")
-                or field(case, "proj") or field(case, "launch")):
+                or field(case, "proj") or field(case, "launch") or field(case, "kept")):
             continue
         padded = runs.get(f"{op}/padded/{case}")
         per_step = runs.get(f"{op}/ragged/{case}/algo:per_step")
@@ -349,6 +349,13 @@ def rnn_section(report, runs, torch_rnn):
         ordinary = runs.get(f"{op}/ragged/{case}/launch:ordinary") or runs.get(
             f"{op}/ragged/{case}/algo:per_step/launch:ordinary")
         ordinary_ratio = ordinary["seconds"] / per_step_run["seconds"] if ordinary and per_step_run else None
+        # The streamed persistent kernel keeping none of its chunks / those three buffers leave room for
+        # (bench_rnn.cu kept:none|spare), over the plain run (kept_chunks of k_chunks kept).
+        kept_runs = [runs.get(f"{op}/ragged/{case}/kept:{policy}") for policy in ("none", "spare")]
+        kept = "-"
+        if any(kept_runs) or run.get("kept_chunks") is not None:
+            kept = (f"{fmt(run.get('kept_chunks'))} of {fmt(run.get('k_chunks'))}: "
+                    + " / ".join(fmt(k["seconds"] / run["seconds"]) if k else "-" for k in kept_runs))
         real = run.get("real_frac")
         checks, time_ratio, peak_ratio, peak_with_weights = [], None, None, None
         if not (padded and real):  # the padded twin errored or is missing: no verdict either way
@@ -397,11 +404,11 @@ def rnn_section(report, runs, torch_rnn):
                      fmt(run.get("peak_frac")),
                      fmt(ws_time), fmt(ws_peak),
                      fmt(invariant["seconds"] / run["seconds"]) if invariant else "-", fmt(ordinary_ratio),
-                     "; ".join(checks)])
+                     kept, "; ".join(checks)])
     for name in sorted(ERRORED):
         op, impl, case = split(name)
         if (op.startswith("rnn_") and impl == "ragged" and not AB_TAG.search(name)
-                and not any(field(case, key) for key in ("algo", "cublas_ws", "proj", "launch"))):
+                and not any(field(case, key) for key in ("algo", "cublas_ws", "proj", "launch", "kept"))):
             report.judge("issue 4: ragged time <= 1.15 x real_frac x padded", None, 1.15, name, at_least=False)
             report.judge("issue 4: ragged peak <= 1.1 x real_frac x padded (weights excluded)", None, 1.1, name,
                          at_least=False)
@@ -413,7 +420,9 @@ def rnn_section(report, runs, torch_rnn):
                   "host enqueue / time: ragged / other path forced", "of GEMM peak",
                   "4 MiB cuBLAS ws: time / default", "4 MiB cuBLAS ws: peak / (real_frac x padded)",
                   "batch-invariant projection: time / default",
-                  "per-step path, ordinary launches: time / dependent", "targets"], rows)
+                  "per-step path, ordinary launches: time / dependent",
+                  "streamed chunks kept (of k chunks): time keeping none / three buffers' spare, over default",
+                  "targets"], rows)
     if with_weights:
         over = sum(1 for ratio in with_weights if ratio > 1.1)
         report.add(f"peak_bytes holds the input, output, final states and workspace; the layer's weights, the same "

@@ -4,6 +4,7 @@
 // the 16-bit path's two accumulator sets rely on each chunk starting at an even multiple of a split's stride.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -15,6 +16,9 @@ using ragged::detail::kRnnMChunk;
 using ragged::detail::kRnnWarps;
 using ragged::detail::make_rnn_gemm_geometry;
 using ragged::detail::make_rnn_shared_layout;
+using ragged::detail::plan_streamed_layout;
+using ragged::detail::rnn_k_chunks;
+using ragged::detail::RnnKeptChunks;
 using ragged::detail::rnn_chunk_columns;
 using ragged::detail::rnn_first_step_column;
 using ragged::detail::rnn_gemm_fits_warps;
@@ -102,6 +106,14 @@ void require_disjoint_aligned(const RnnSharedLayout& s, const RnnGemmGeometry& g
   REQUIRE(s.activations % 128 == 0);
   REQUIRE(s.activation_buffer % 128 == 0);
   REQUIRE(s.partials % 128 == 0);
+  if (!resident) {
+    // The kept chunks after the stage buffers, one buffer each.
+    REQUIRE(s.kept_weights % 128 == 0);
+    REQUIRE(s.gate_weights + gate_bytes <= s.kept_weights);
+    REQUIRE(s.kept_weights + static_cast<std::size_t>(s.kept_chunks) * s.weight_buffer <= s.proj_weights);
+  } else {
+    REQUIRE(s.kept_chunks == 0);
+  }
   REQUIRE(s.gate_weights + gate_bytes <= s.proj_weights);
   if (!resident) {
     REQUIRE(s.weight_buffer % 128 == 0);
@@ -130,15 +142,22 @@ TEST_CASE("rnn shared layouts: pieces are aligned and disjoint", "[rnn][geometry
   const int elem = GENERATE(2, 4);
   const bool resident = GENERATE(false, true);
   const int stages = GENERATE(2, 3);
+  const int kept = GENERATE(0, 1, 3);
   for (std::int64_t units : {1, 3, 8, 16, 40}) {
     for (std::int64_t state : {7, 24, 300, 1024}) {
       const RnnGemmGeometry gate = make_rnn_gemm_geometry(4 * units, state, elem);
       const RnnGemmGeometry proj = make_rnn_gemm_geometry((state + 7) / 8, 4 * state, elem);
       for (const bool has_proj : {false, true}) {
         INFO("units " << units << " state " << state << " proj " << has_proj << " resident " << resident
-                      << " stages " << stages);
-        const RnnSharedLayout s = make_rnn_shared_layout(gate, proj, has_proj, resident, elem, stages);
+                      << " stages " << stages << " kept " << kept);
+        const RnnSharedLayout s = make_rnn_shared_layout(gate, proj, has_proj, resident, elem, stages, kept);
         REQUIRE(s.stages == stages);
+        if (!resident) {
+          REQUIRE(s.kept_chunks == kept);
+          // Each kept chunk costs exactly one buffer.
+          REQUIRE(s.total == make_rnn_shared_layout(gate, proj, has_proj, false, elem, stages).total +
+                                 static_cast<std::size_t>(kept) * s.weight_buffer);
+        }
         require_disjoint_aligned(s, gate, proj, has_proj, resident, elem);
       }
     }
@@ -181,4 +200,81 @@ TEST_CASE("rnn shared layouts: the streamed persistent blocks of H = 2048 stream
       make_rnn_shared_layout(lstm, lstm, false, false, 2, ragged::detail::kRnnStreamedStages);
   CHECK(streamed.total == 169472);
   CHECK(streamed.total <= kH100OptIn);
+}
+
+TEST_CASE("rnn streamed layouts: the kept chunks of H = 2048 on an H100 / H200", "[rnn][geometry]") {
+  // bfloat16, H = 2048, 16 units per block (128 blocks on 132 SMs): 8 chunks of 256 columns, a buffer of 64 LSTM
+  // gate rows 64 x 264 x 2 = 33,792 bytes, of 48 GRU rows 25,344. With three buffers the LSTM block takes 169,472
+  // bytes (above) and keeps (232,448 - 169,472) / 33,792 = 1 chunk; with two, 118,784 and 3 chunks. The GRU
+  // block: 140,032 and 3 chunks, or 97,792 and 5.
+  constexpr std::size_t kH100OptIn = 227 * 1024;
+  const RnnGemmGeometry lstm = make_rnn_gemm_geometry(4 * 16, 2048, 2);
+  const RnnGemmGeometry gru = make_rnn_gemm_geometry(3 * 16, 2048, 2);
+  REQUIRE(rnn_k_chunks(lstm) == 8);
+  const auto plan = [&](const RnnGemmGeometry& g, RnnKeptChunks policy, int cap = 1 << 30) {
+    return plan_streamed_layout(g, g, false, 2, kH100OptIn, policy, cap);
+  };
+  const RnnSharedLayout none = plan(lstm, RnnKeptChunks::kNone);
+  CHECK(none.stages == 3);
+  CHECK(none.kept_chunks == 0);
+  CHECK(none.total == 169472);
+  const RnnSharedLayout spare = plan(lstm, RnnKeptChunks::kSpare);
+  CHECK(spare.stages == 3);
+  CHECK(spare.kept_chunks == 1);
+  CHECK(spare.total == 169472 + 33792);
+  const RnnSharedLayout most = plan(lstm, RnnKeptChunks::kMost);
+  CHECK(most.stages == 2);
+  CHECK(most.kept_chunks == 3);
+  CHECK(most.total == 118784 + 3 * 33792);
+  CHECK(plan(lstm, RnnKeptChunks::kMost, 2).kept_chunks == 2);
+  CHECK(plan(lstm, RnnKeptChunks::kMost, 0).kept_chunks == 0);
+  const RnnSharedLayout gru_spare = plan(gru, RnnKeptChunks::kSpare);
+  CHECK(gru_spare.stages == 3);
+  CHECK(gru_spare.kept_chunks == 3);
+  CHECK(gru_spare.total == 140032 + 3 * 25344);
+  const RnnSharedLayout gru_most = plan(gru, RnnKeptChunks::kMost);
+  CHECK(gru_most.stages == 2);
+  CHECK(gru_most.kept_chunks == 5);
+  CHECK(gru_most.total == 97792 + 5 * 25344);
+}
+
+TEST_CASE("rnn streamed layouts: the kept chunks fit, fill the room and follow the policy", "[rnn][geometry]") {
+  const int elem = GENERATE(2, 4);
+  // Opt-in shared memory of sm_86 / sm_89, A100 and H100.
+  const std::size_t optin = GENERATE(std::size_t{101376}, std::size_t{166912}, std::size_t{232448});
+  const int cap = GENERATE(0, 2, 1 << 30);
+  for (std::int64_t rows : {4, 16, 48, 64, 104}) {
+    for (std::int64_t state : {24, 300, 520, 1024, 2048, 4096}) {
+      const RnnGemmGeometry gate = make_rnn_gemm_geometry(rows, state, elem);
+      const RnnGemmGeometry proj = make_rnn_gemm_geometry(8, 2 * state, elem);
+      for (const bool has_proj : {false, true}) {
+        INFO("rows " << rows << " state " << state << " proj " << has_proj << " opt-in " << optin << " cap " << cap);
+        const RnnSharedLayout none = plan_streamed_layout(gate, proj, has_proj, elem, optin, RnnKeptChunks::kNone, cap);
+        const RnnSharedLayout spare =
+            plan_streamed_layout(gate, proj, has_proj, elem, optin, RnnKeptChunks::kSpare, cap);
+        const RnnSharedLayout most = plan_streamed_layout(gate, proj, has_proj, elem, optin, RnnKeptChunks::kMost, cap);
+        REQUIRE(none.kept_chunks == 0);
+        // kNone is the layout before kept chunks: three buffers where they fit, else two.
+        const RnnSharedLayout deep = make_rnn_shared_layout(gate, proj, has_proj, false, elem, 3);
+        REQUIRE(none.stages == (deep.total <= optin ? 3 : 2));
+        if (none.total > optin) {  // fits at no depth: nothing kept
+          REQUIRE(spare.kept_chunks == 0);
+          REQUIRE(most.kept_chunks == 0);
+          continue;
+        }
+        for (const RnnSharedLayout* s : {&spare, &most}) {
+          require_disjoint_aligned(*s, gate, proj, has_proj, false, elem);
+          REQUIRE(s->total <= optin);
+          REQUIRE(s->kept_chunks <= rnn_k_chunks(gate));
+          REQUIRE(s->kept_chunks <= cap);
+          // No room left for another chunk, unless every chunk the cap allows is kept.
+          if (s->kept_chunks < std::min(cap, rnn_k_chunks(gate)))
+            REQUIRE(s->total + s->weight_buffer > optin);
+        }
+        REQUIRE(spare.stages == none.stages);  // kSpare never gives up a buffer
+        REQUIRE(most.kept_chunks >= spare.kept_chunks);
+        if (most.stages != spare.stages) REQUIRE(most.kept_chunks > spare.kept_chunks);
+      }
+    }
+  }
 }

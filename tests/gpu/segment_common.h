@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../../kernels/segment_launch.h"  // the stream switch
+#include "restore_setting.h"
 #include "common/host_ragged.h"
 #include "common/test_util.h"
 #include "common/tolerance.h"
@@ -277,20 +278,6 @@ EmbeddedRow<T, OffsetT> embed_row(const std::vector<T>& row, std::int64_t length
   std::copy(row.begin(), row.end(), e.second.values.begin() + e.second.begin(e.index_in_second) * inner);
   return e;
 }
-
-// Puts a process-wide segment switch back as it was when the test began (the default, or what the environment set,
-// e.g. RAGGED_SEGMENT_STREAM=0 in an A/B run) when the test that changed it ends, passed or not.
-template <typename Value, Value (*kGet)(), void (*kSet)(Value)>
-class RestoreSetting {
- public:
-  RestoreSetting() : saved_(kGet()) {}
-  RestoreSetting(const RestoreSetting&) = delete;
-  RestoreSetting& operator=(const RestoreSetting&) = delete;
-  ~RestoreSetting() { kSet(saved_); }
-
- private:
-  Value saved_;
-};
 
 // The segment kernels' row streams.
 using RestoreStreaming =

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <tuple>
@@ -25,6 +26,8 @@
 #include "common/host_ragged.h"
 #include "common/test_util.h"
 #include "gpu/dependent_launch.h"
+#include "gpu/restore_setting.h"
+#include "../../kernels/rnn_launch.h"  // the persistent kernel's kept chunks
 #include "common/tolerance.h"
 #include "ragged/dynamic.h"
 #include "ragged/reference.h"
@@ -289,6 +292,18 @@ std::vector<std::int64_t> uniform_lengths(std::int64_t count, std::int64_t max_l
   return lengths;
 }
 
+// The persistent kernel's kept-chunk policy and cap (kernels/rnn_launch.h), as they were when a test began.
+using RestoreKeptChunks =
+    test::RestoreSetting<detail::RnnKeptChunks, detail::rnn_kept_chunks, detail::set_rnn_kept_chunks>;
+using RestoreKeptChunkCap = test::RestoreSetting<int, detail::rnn_kept_chunk_cap, detail::set_rnn_kept_chunk_cap>;
+
+// The k chunks of a block's gate rows in a layer of `desc` (rnn_geometry.h): the recurrent product's k is the
+// state size, whatever the units per block.
+int gate_k_chunks(const RnnDesc& desc, std::size_t elem_bytes) {
+  const std::int64_t state = desc.proj_size > 0 ? desc.proj_size : desc.hidden_size;
+  return detail::rnn_k_chunks(detail::make_rnn_gemm_geometry(16, state, static_cast<int>(elem_bytes)));
+}
+
 // A fresh model of `desc` against the reference on `lengths` (int32 offsets, initial states), on path `algo`.
 template <typename T>
 void check_path(const RnnDesc& desc, const std::vector<std::int64_t>& lengths, RnnAlgo algo, std::mt19937_64& rng,
@@ -419,7 +434,11 @@ TEST_CASE("rnn_forward with streamed weights streams more k chunks than it has b
   // shared memory in chunks of 512 bytes of a row, kRnnStreamedStages buffers deep (kRnnResidentStages where
   // shared memory is short: tests/emu/run.sh runs this as on a 99 KB device too). Float H = 520 is 5 chunks, so
   // every buffer is refilled. LSTM with proj_size 24 streams W_hr (k = H) the same way in the projection phase
-  // (the persistent kernel through the gate rows' buffers), and its gates only one chunk (k = 24).
+  // (the persistent kernel through the gate rows' buffers), and its gates only one chunk (k = 24). The persistent
+  // kernel keeps none of its chunks here (RnnKeptChunks::kNone), else it would keep all five on an H100-class
+  // device and stream none; the next test keeps some.
+  const RestoreKeptChunks restore;
+  detail::set_rnn_kept_chunks(detail::RnnKeptChunks::kNone);
   const int shape = GENERATE(0, 1, 2);
   const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistentStreamed);
   const RnnMode mode = shape == 1 ? RnnMode::kGru : RnnMode::kLstm;
@@ -440,6 +459,68 @@ TEST_CASE("rnn_forward with streamed weights streams more k chunks than it has b
   REQUIRE_OK(path);
   // 40 sequences of 0..5 tokens: two batch chunks at the first steps.
   check_path<T>(desc, uniform_lengths(40, 5, rng), algo, rng, cublas.handle);
+}
+
+TEMPLATE_TEST_CASE("rnn_forward with streamed weights: the chunks the persistent kernel keeps change no bit",
+                   "[rnn]", float, bfloat16) {
+  // The persistent kernel with streamed weights keeps the first k chunks of its gate rows in the shared memory its
+  // stage buffers leave (rnn_geometry.h, RnnKeptChunks) and streams the others; the chunks are added in the same
+  // order either way. H = 520: 5 chunks of 128 float columns, 3 of 256 bfloat16 ones (the last of 16). On a
+  // 132-SM H100-class device a block has 4 units (16 gate rows) and room to keep every chunk: kept all, some
+  // (the cap: 1, then more streamed chunks than buffers; 2) and none, against the reference and bitwise against
+  // none. LSTM with proj_size 24 streams W_hr (k = H) through the same buffers, keeping none of it.
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(580);
+  const RestoreKeptChunks restore;
+  const RestoreKeptChunkCap restore_cap;
+  const auto shape = GENERATE(table<RnnMode, std::int64_t>({{RnnMode::kLstm, 0}, {RnnMode::kGru, 0},
+                                                             {RnnMode::kLstm, 24}}));  // (mode, proj_size)
+  const RnnDesc desc = make_desc(std::get<0>(shape), 20, 520, std::get<1>(shape), 1, false);
+  INFO(describe(desc));
+  const int chunks = gate_k_chunks(desc, sizeof(T));
+  Model<T> model(desc, rng);
+  const auto in = make_inputs<T, std::int32_t>(desc, uniform_lengths(40, 5, rng), rng);
+  Options o;
+  o.algo = RnnAlgo::kPersistentStreamed;
+
+  // The plan's kept chunks under a policy and a cap; -1 where the kernel cannot run (a small device).
+  const auto kept_by_plan = [&](detail::RnnKeptChunks policy, int cap) {
+    detail::set_rnn_kept_chunks(policy);
+    detail::set_rnn_kept_chunk_cap(cap);
+    RnnAlgo path = RnnAlgo::kAuto;
+    detail::RnnPersistentPlan plan;
+    const std::int64_t state = desc.proj_size > 0 ? desc.proj_size : desc.hidden_size;
+    REQUIRE_OK(detail::plan_rnn_path<T>(desc.mode, desc.hidden_size, state, desc.proj_size, 1,
+                                        RnnAlgo::kPersistentStreamed, path, plan));
+    return plan.fits ? plan.kept_chunks : -1;
+  };
+  if (kept_by_plan(detail::RnnKeptChunks::kMost, std::numeric_limits<int>::max()) < 0) {
+    WARN("the persistent kernel with streamed weights cannot run this shape on this device: not run");
+    return;
+  }
+  REQUIRE(kept_by_plan(detail::RnnKeptChunks::kNone, std::numeric_limits<int>::max()) == 0);
+  const Outputs<T> none = run_device(model, in, o, cublas.handle);
+  check_against_reference(model, in, o, cublas.handle);
+
+  struct Setting {
+    detail::RnnKeptChunks policy;
+    int cap;
+  };
+  for (const Setting setting : {Setting{detail::RnnKeptChunks::kMost, std::numeric_limits<int>::max()},
+                                Setting{detail::RnnKeptChunks::kSpare, 1}, Setting{detail::RnnKeptChunks::kMost, 2}}) {
+    const int kept = kept_by_plan(setting.policy, setting.cap);
+    INFO("policy " << static_cast<int>(setting.policy) << ", cap " << setting.cap << ": " << kept << " of "
+                   << chunks << " chunks kept");
+    // An H100-class device keeps them all uncapped; any device keeps some where it runs the shape at all.
+    REQUIRE(kept >= 1);
+    REQUIRE(kept <= std::min(setting.cap, chunks));
+    const Outputs<T> got = run_device(model, in, o, cublas.handle);
+    REQUIRE(got.check.ok());
+    REQUIRE_BITWISE_EQUAL(got.output, none.output);
+    REQUIRE_BITWISE_EQUAL(got.hn, none.hn);
+    REQUIRE_BITWISE_EQUAL(got.cn, none.cn);
+  }
 }
 
 TEMPLATE_TEST_CASE("rnn_forward without biases matches the reference", "[rnn]", float, bfloat16) {
