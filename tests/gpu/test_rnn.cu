@@ -393,7 +393,16 @@ TEMPLATE_TEST_CASE("rnn_forward with hidden sizes that need several blocks, k ch
   CublasHandle cublas;
   auto rng = test::make_rng(500);
   const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
-  const RnnAlgo algo = GENERATE(from_range(kAllPaths));
+  // Every path; the persistent kernel with streamed weights also keeping none of its chunks (by default it keeps
+  // all of them on 132 SMs, and one or none with two buffers on 20 or 19, where a block has 27 to 32 units), so
+  // that the bidirectional grid and the half rows staged element by element stream every chunk there too.
+  const auto [algo, kept] = GENERATE(table<RnnAlgo, detail::RnnKeptChunks>(
+      {{RnnAlgo::kPerStep, detail::RnnKeptChunks::kMost},
+       {RnnAlgo::kPersistent, detail::RnnKeptChunks::kMost},
+       {RnnAlgo::kPersistentStreamed, detail::RnnKeptChunks::kMost},
+       {RnnAlgo::kPersistentStreamed, detail::RnnKeptChunks::kNone}}));
+  const RestoreKeptChunks restore;
+  detail::set_rnn_kept_chunks(kept);
   // Staged in chunks of 512 bytes of a row (256 half or 128 float columns), two or three buffers deep. H = 300: 304
   // padded columns, rows of 600 bytes in half (element-wise staging) and 1200 in float (cp.async); H = 264:
   // 272 columns, 16-byte rows in both, a last chunk of one k-step.
@@ -466,9 +475,11 @@ TEMPLATE_TEST_CASE("rnn_forward with streamed weights: the chunks the persistent
   // The persistent kernel with streamed weights keeps the first k chunks of its gate rows in the shared memory its
   // stage buffers leave (rnn_geometry.h, RnnKeptChunks) and streams the others; the chunks are added in the same
   // order either way. H = 520: 5 chunks of 128 float columns, 3 of 256 bfloat16 ones (the last of 16). On a
-  // 132-SM H100-class device a block has 4 units (16 gate rows) and room to keep every chunk: kept all, some
-  // (the cap: 1, then more streamed chunks than buffers; 2) and none, against the reference and bitwise against
-  // none. LSTM with proj_size 24 streams W_hr (k = H) through the same buffers, keeping none of it.
+  // 132-SM H100-class device a block has 4 units (16 gate rows), three buffers and room to keep every chunk:
+  // kept all, some (the cap: 1, then in float more streamed chunks than buffers; 2) and none, against the
+  // reference and bitwise against none. tests/emu/run.sh also runs it on 20 SMs (26 units, 104 LSTM gate rows):
+  // two buffers and one chunk kept, the layout H = 2048 takes on an H100 / H200. LSTM with proj_size 24 streams
+  // W_hr (k = H) through the same buffers and keeps its gates' one chunk (k = 24).
   using T = TestType;
   CublasHandle cublas;
   auto rng = test::make_rng(580);
