@@ -15,8 +15,8 @@
 //           kAutoPerStepMaxHidden), to check that choice on the GPU
 //   floor/<case>/kind:barrier|exchange  the persistent kernel's step floors over its grid for the case, max_len
 //           steps (bench/rnn_step_floor.h): what its us_per_step is measured against
-//   ragged/<case>[/algo:per_step]/launch:ordinary  the per-step path (H = 2048's default; forced at H = 1024)
-//           with ordinary launches, where the plain runs launch each step as a programmatic dependent of the one
+//   ragged/<case>/algo:per_step/launch:ordinary  the per-step path (forced at H >= 1024, where kAuto runs a
+//           persistent kernel) with ordinary launches, where the plain runs launch each step as a programmatic dependent of the one
 //           before (kernels/grid_dependency.cuh): what that overlap buys
 //   ragged/<case>/kept:none|spare  where the weights stream (H = 2048), the persistent kernel keeping none of its
 //           gate rows' chunks in shared memory, or those its three stage buffers leave room for, where the plain
