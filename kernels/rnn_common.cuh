@@ -316,7 +316,7 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
   };
   // Chunk c sits in buffer c % stages. Every pass commits one group, empty past the last chunk, so that waiting
   // for all but the newest stages - 1 groups always means chunk c has landed.
-  const int chunks = (g.k_pad + g.k_chunk - 1) / g.k_chunk;
+  const int chunks = rnn_k_chunks(g);
   const int stages = kResident ? kRnnResidentStages : layout.stages;  // a constant where the weights are resident
   for (int c = 0; c < stages - 1; ++c) {
     if (c < chunks) stage(c, c);

@@ -52,11 +52,9 @@ constexpr int kMaxStepUnits = 16;  // bounds the streamed weight chunk: 4 gates 
 constexpr int kProjRowsPerBlock = 16;
 
 // The streamed layout of `g` with kRnnStreamedStages buffers where `dynamic_max` bytes of shared memory hold
-// them, else with kRnnResidentStages (which may not fit either).
+// them, else with kRnnResidentStages (which may not fit either). No chunk kept: a block lives one step.
 RnnSharedLayout streamed_layout(const RnnGemmGeometry& g, int elem_bytes, std::size_t dynamic_max) {
-  const RnnSharedLayout deep = make_rnn_shared_layout(g, g, false, false, elem_bytes, kRnnStreamedStages);
-  if (deep.total <= dynamic_max) return deep;
-  return make_rnn_shared_layout(g, g, false, false, elem_bytes, kRnnResidentStages);
+  return plan_streamed_layout(g, g, false, elem_bytes, dynamic_max, RnnKeptChunks::kNone, 0);
 }
 
 }  // namespace
