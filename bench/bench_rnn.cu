@@ -18,6 +18,9 @@
 //   ragged/<case>/algo:per_step/launch:ordinary  the per-step path (forced at H >= 1024, where kAuto runs a
 //           persistent kernel) with ordinary launches, where the plain runs launch each step as a programmatic dependent of the one
 //           before (kernels/grid_dependency.cuh): what that overlap buys
+//   ragged/<case>/stages:2  where the weights are resident (H = 1024), the persistent kernel staging h through two
+//           buffers, where the plain runs take as many as a pass has k chunks, up to four (plan_resident_layout,
+//           kernels/rnn_geometry.h; the counter stages says how many): what the deeper staging buys
 //   ragged/<case>/kept:none|spare  where the weights stream (H = 2048), the persistent kernel keeping none of its
 //           gate rows' chunks in shared memory, or those its three stage buffers leave room for, where the plain
 //           runs keep the most (RnnKeptChunks, kernels/rnn_geometry.h; the counter kept_chunks says how many):
@@ -28,7 +31,8 @@
 // Both time the whole call (packing order, input projection, recurrence). Counters: tokens, padded_tokens,
 // real_frac = tokens / padded tokens (the issue's target: ragged time <= 1.15 x real_frac x padded time),
 // steps (the longest length), us_per_step (time / steps), algo (1 per-step, 2 persistent, 3 persistent streamed),
-// kept_chunks (the streamed persistent kernel's chunks kept in shared memory, of k_chunks), TFLOP/s of the real
+// kept_chunks (the streamed persistent kernel's chunks kept in shared memory, of k_chunks), stages (the persistent
+// kernels' buffers per staged operand), TFLOP/s of the real
 // tokens' work and peak_frac (over the bf16 GEMM rate measured in the run; bench/common/compute_peak.h), and
 // peak_bytes = input + output + final states + workspace (the weights, the same for both, are left out; their
 // bytes are the weights_bytes counter, so the report can also give the ratio with them in).
@@ -114,12 +118,13 @@ void verify_rnn(benchmark::State& state, const RnnArgs<T, std::int32_t>& args, c
 template <typename T>
 void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo requested,
                std::size_t cublas_workspace_bytes, RnnProjection projection, Launches launches,
-               detail::RnnKeptChunks kept) {
-  // kOrdinary: ordinary launches for this benchmark; kDependent keeps the process's setting. `kept`: the
-  // process's setting unless the row names another.
+               detail::RnnKeptChunks kept, int resident_stages) {
+  // kOrdinary: ordinary launches for this benchmark; kDependent keeps the process's setting. `kept`,
+  // `resident_stages`: the process's settings unless the row names others.
   const detail::DependentLaunchScope launch_setting(launches == Launches::kDependent &&
                                                     detail::dependent_launch_enabled());
   const detail::RnnKeptChunksScope kept_setting(kept);
+  const detail::RnnResidentStagesScope stages_setting(resident_stages);
   run_guarded(state, [&] {
     cudaStream_t stream = GpuTimer::instance().stream();
     CublasHandle cublas;
@@ -178,13 +183,14 @@ void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo 
     state.counters["real_frac"] = c.max_len == 0 ? 1.0 : static_cast<double>(c.tokens) / (c.batch * c.max_len);
     state.counters["steps"] = static_cast<double>(c.max_len);
     state.counters["algo"] = static_cast<double>(static_cast<int>(algo));
-    if (algo == RnnAlgo::kPersistentStreamed) {
+    if (algo == RnnAlgo::kPersistent || algo == RnnAlgo::kPersistentStreamed) {
       RnnAlgo path = RnnAlgo::kAuto;
       detail::RnnPersistentPlan plan;
       if (!ok_or_skip(state, detail::plan_rnn_path<T>(c.mode, H, H, 0, 1, requested, path, plan), "plan_rnn_path"))
         return;
-      state.counters["kept_chunks"] = plan.kept_chunks;
+      state.counters["stages"] = plan.stages;
       state.counters["k_chunks"] = detail::rnn_k_chunks(detail::make_rnn_gemm_geometry(16, H, sizeof(T)));
+      if (algo == RnnAlgo::kPersistentStreamed) state.counters["kept_chunks"] = plan.kept_chunks;
     }
     // Real work only (the padded run's extra tokens do not count): input projection and recurrent product,
     // 2 * tokens * gates * H * (input + H).
@@ -231,10 +237,12 @@ void register_rnn_gpu() {
     const detail::RnnKeptChunks process_kept = detail::rnn_kept_chunks();
     const auto add = [&](const std::string& name, RnnImpl impl, RnnAlgo algo, std::size_t cublas_ws,
                          RnnProjection projection = RnnProjection::kCublas, Launches launches = Launches::kDependent,
-                         detail::RnnKeptChunks kept = detail::rnn_kept_chunks()) {
-      register_gpu_benchmark(name, [shared, impl, algo, cublas_ws, projection, launches, kept](benchmark::State& st) {
-        if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl, algo, cublas_ws, projection, launches, kept);
-        else bench_rnn<float>(st, *shared, impl, algo, cublas_ws, projection, launches, kept);
+                         detail::RnnKeptChunks kept = detail::rnn_kept_chunks(),
+                         int stages = detail::rnn_resident_stages()) {
+      register_gpu_benchmark(name, [shared, impl, algo, cublas_ws, projection, launches, kept,
+                                    stages](benchmark::State& st) {
+        if (shared->bf16) bench_rnn<bfloat16>(st, *shared, impl, algo, cublas_ws, projection, launches, kept, stages);
+        else bench_rnn<float>(st, *shared, impl, algo, cublas_ws, projection, launches, kept, stages);
       });
     };
     const bool streamed = c.hidden >= kStreamedHidden;
@@ -256,6 +264,12 @@ void register_rnn_gpu() {
     if (c.hidden == 1024)
       add(c.name("ragged") + "/algo:persistent_streamed", RnnImpl::kRagged, RnnAlgo::kPersistentStreamed,
           default_cublas_ws, RnnProjection::kCublas, Launches::kDependent, detail::RnnKeptChunks::kNone);
+    // Where they stay on chip, the resident kernel staging h through two buffers, the depth before 2026-11-30,
+    // against the plain run's (as many as a pass has k chunks, up to four, unless RAGGED_RNN_RESIDENT_STAGES
+    // says otherwise).
+    if (c.hidden == 1024 && detail::rnn_resident_stages() != detail::kRnnResidentStages)
+      add(c.name("ragged") + "/stages:2", RnnImpl::kRagged, RnnAlgo::kAuto, default_cublas_ws,
+          RnnProjection::kCublas, Launches::kDependent, process_kept, detail::kRnnResidentStages);
     // Where they stream by default: the streamed kernel keeping none of its chunks, and those three buffers leave
     // room for, against the plain run's policy (the most, unless RAGGED_RNN_KEPT_CHUNKS says otherwise).
     if (streamed)

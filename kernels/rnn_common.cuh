@@ -8,7 +8,7 @@
 // streamed through shared memory chunk by chunk (one launch per step).
 //
 // half / bfloat16 multiply on tensor cores (ldmatrix + mma.sync m16n8k16, float accumulators); float uses FFMA
-// in a fixed order (TF32 is never used). Operands move global -> shared by cp.async, two or three chunks deep.
+// in a fixed order (TF32 is never used). Operands move global -> shared by cp.async, two to four chunks deep.
 // Activations written by other blocks during a persistent kernel are read through L2 only (cp.async.cg, or
 // ld.global.cg on the unaligned path), which bypasses the (non-coherent) L1, after the grid barrier.
 #pragma once
@@ -268,26 +268,87 @@ struct GateWeightRows {
 // ---------------------------------------------------------------------------------------------------------------
 // The block product for the `rows_here` batch rows of `act` (act_ld elements apart; rows up to the next
 // multiple of 16 are zero, later ones are not computed): fills partials[split][m][q] (ld rows_pad + 4) for the
-// block's weight rows q. With kResident the weights already sit in w_shared [rows_pad][ld(k_pad)]; otherwise
-// each k chunk of them is staged next to the activations, layout.stages buffers deep like them. Ends with a
-// barrier, after which the partials may be read. Streamed weights: the first kept_chunks chunks are not staged,
-// they sit at layout.kept_weights for the whole kernel (stage_kept_chunks), chunk c one weight_buffer after chunk
-// c - 1; the summation order is the same either way, so are the bits.
+// block's weight rows q. With kResident the weights already sit in shared memory [rows_pad][ld(k_pad)] at
+// weights_at; otherwise each k chunk of them is staged next to the activations, layout.stages buffers deep like
+// them. Streamed weights: the first kept_chunks chunks are not staged, they sit at layout.kept_weights for the
+// whole kernel (stage_kept_chunks), chunk c one weight_buffer after chunk c - 1; the summation order is the same
+// either way, so are the bits.
+//
+// Two calls: begin_chunk_product stages the first stages - 1 k chunks, chunk_product the rest while it
+// multiplies, and ends with a barrier after which the partials may be read and the stage buffers are free. So a
+// phase begins the next batch chunk's product before the epilogue of this one (gates_phase, proj_phase): its
+// first loads then overlap that epilogue instead of following it. Why: a step with more than kRnnMChunk active
+// rows ran its batch chunks one after the other, each a chain of the first chunk's round trip, the product, and
+// the epilogue's own loads (H200, 087a77a: bfloat16 H = 1024, ~6 us a step more for each batch chunk past the
+// first; batch 256 slower than cuDNN).
+template <typename T, typename WeightRowOf>
+struct ProductOperands {
+  std::size_t weights_at;  // resident weights, or the streamed weights' first stage buffer
+  int kept_chunks;         // streamed: leading k chunks kept in shared memory (0 where resident)
+  const T* act;
+  std::int64_t act_ld;
+  bool act_vec;
+  int rows_here;
+  const T* w;
+  bool w_vec;
+  WeightRowOf w_row_of;
+};
+
+// Stages k chunk c of the operands into buffer b and commits one cp.async group for it.
+template <typename T, bool kResident, typename WeightRowOf>
+__device__ __forceinline__ void stage_product_chunk(const RnnGemmGeometry& g, const RnnSharedLayout& layout,
+                                                    unsigned char* shared, const ProductOperands<T, WeightRowOf>& o,
+                                                    int c, int b) {
+  const int k0 = c * g.k_chunk;
+  const int cols = rnn_chunk_columns(g, k0);
+  const int m_rows = (o.rows_here + 15) / 16 * 16;
+  const int rows_here = o.rows_here;
+  auto act_row = [&](int m) -> std::int64_t { return m < rows_here ? m : -1; };
+  stage_rows<T, true>(reinterpret_cast<T*>(shared + layout.activations + b * layout.activation_buffer),
+                      rnn_shared_ld(g.k_chunk, sizeof(T)), m_rows, cols, o.act, o.act_ld, k0, g.k, o.act_vec, act_row);
+  if constexpr (!kResident) {
+    if (c >= o.kept_chunks)
+      stage_rows<T, false>(reinterpret_cast<T*>(shared + o.weights_at + b * layout.weight_buffer),
+                           rnn_shared_ld(g.k_chunk, sizeof(T)), g.rows_pad, cols, o.w, g.k, k0, g.k, o.w_vec,
+                           o.w_row_of);
+  }
+  cp_async_commit();
+}
+
+// Chunk c sits in buffer c % stages. Every pass commits one group, empty past the last chunk, so that waiting
+// for all but the newest stages - 1 groups always means chunk c has landed.
+template <typename T, bool kResident, typename WeightRowOf>
+__device__ __forceinline__ void begin_chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& layout,
+                                                    unsigned char* shared, const ProductOperands<T, WeightRowOf>& o) {
+  const int chunks = rnn_k_chunks(g);
+  for (int c = 0; c < layout.stages - 1; ++c) {
+    if (c < chunks) stage_product_chunk<T, kResident>(g, layout, shared, o, c, c);
+    else cp_async_commit();
+  }
+}
+
+// Waits for all but the newest stages - 1 cp.async groups (wait_group takes an immediate: exact up to
+// kRnnResidentMaxStages buffers, more than needed past it, still correct).
+__device__ __forceinline__ void wait_for_chunk(int stages) {
+  static_assert(kRnnResidentMaxStages == 4 && kRnnStreamedStages <= 4, "one case per stage count");
+  if (stages >= 4) cp_async_wait<3>();
+  else if (stages == 3) cp_async_wait<2>();
+  else cp_async_wait<1>();
+}
 
 // 16-bit chunks must start at an even multiple of the k-step stride of every split (TileAcc's two sets).
 static_assert(kRnnKChunkBytes / 2 / 16 % (2 * kRnnWarps) == 0, "a 16-bit chunk holds an even number of split rounds");
 
+// The product itself; begin_chunk_product must have run for the same operands, with nothing committed since.
 template <typename T, bool kResident, typename WeightRowOf>
 __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& layout, unsigned char* shared,
-                              std::size_t weights_at, int kept_chunks, const T* act, std::int64_t act_ld, bool act_vec,
-                              int rows_here, const T* w, bool w_vec, WeightRowOf w_row_of) {
+                              const ProductOperands<T, WeightRowOf>& o) {
   const int warp = threadIdx.x >> 5;
   const int w_ld = rnn_shared_ld(kResident ? g.k_pad : g.k_chunk, sizeof(T));
   const int a_ld = rnn_shared_ld(g.k_chunk, sizeof(T));
-  const int m_rows = (rows_here + 15) / 16 * 16;
-  auto act_buffer = [&](int b) { return reinterpret_cast<T*>(shared + layout.activations + b * layout.activation_buffer); };
+  auto act_buffer = [&](int b) { return reinterpret_cast<const T*>(shared + layout.activations + b * layout.activation_buffer); };
   auto w_buffer = [&](int b) {
-    return reinterpret_cast<T*>(shared + weights_at + (kResident ? 0 : b * layout.weight_buffer));
+    return reinterpret_cast<const T*>(shared + o.weights_at + (kResident ? 0 : b * layout.weight_buffer));
   };
   auto kept_buffer = [&](int c) {
     return reinterpret_cast<const T*>(shared + layout.kept_weights + c * layout.weight_buffer);
@@ -299,43 +360,25 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
   int my_tile[kRnnMaxNTilesPerWarp];
 #pragma unroll
   for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) my_tile[i] = rnn_warp_n_tile(g, warp, i);
-  const bool two_m = rows_here > 16;
+  const bool two_m = o.rows_here > 16;
   TileAcc<T> acc[kRnnMaxNTilesPerWarp];
 #pragma unroll
   for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) acc[i].zero();
 
-  auto act_row = [&](int m) -> std::int64_t { return m < rows_here ? m : -1; };
-  auto stage = [&](int c, int b) {
-    const int k0 = c * g.k_chunk;
-    const int cols = rnn_chunk_columns(g, k0);
-    stage_rows<T, true>(act_buffer(b), a_ld, m_rows, cols, act, act_ld, k0, g.k, act_vec, act_row);
-    if constexpr (!kResident) {
-      if (c >= kept_chunks) stage_rows<T, false>(w_buffer(b), w_ld, g.rows_pad, cols, w, g.k, k0, g.k, w_vec, w_row_of);
-    }
-    cp_async_commit();
-  };
-  // Chunk c sits in buffer c % stages. Every pass commits one group, empty past the last chunk, so that waiting
-  // for all but the newest stages - 1 groups always means chunk c has landed.
   const int chunks = rnn_k_chunks(g);
-  const int stages = kResident ? kRnnResidentStages : layout.stages;  // a constant where the weights are resident
-  for (int c = 0; c < stages - 1; ++c) {
-    if (c < chunks) stage(c, c);
-    else cp_async_commit();
-  }
+  const int stages = layout.stages;
   for (int c = 0; c < chunks; ++c) {
     const int k0 = c * g.k_chunk;
     const int ahead = c + stages - 1;
     // Overwrites the buffer chunk c - 1 used: read before the last barrier.
-    if (ahead < chunks) stage(ahead, ahead % stages);
+    if (ahead < chunks) stage_product_chunk<T, kResident>(g, layout, shared, o, ahead, ahead % stages);
     else cp_async_commit();
-    // wait_group takes an immediate: exact for 2 and 3 stages, more than needed (still correct) past 3.
-    if (stages >= 3) cp_async_wait<2>();
-    else cp_async_wait<1>();
+    wait_for_chunk(stages);
     __syncthreads();
     const int cols = rnn_chunk_columns(g, k0);
     const int buffer = c % stages;
     const T* a_chunk = act_buffer(buffer);
-    const T* w_chunk = kResident ? w_buffer(0) + k0 : c < kept_chunks ? kept_buffer(c) : w_buffer(buffer);
+    const T* w_chunk = kResident ? w_buffer(0) + k0 : c < o.kept_chunks ? kept_buffer(c) : w_buffer(buffer);
     const int first = rnn_first_step_column(g, split, k0);
 #pragma unroll
     for (int i = 0; i < kRnnMaxNTilesPerWarp; ++i) {
@@ -605,12 +648,22 @@ __device__ void gates_phase(const KernelParams<T>& p, unsigned char* shared, int
   const float* partials = reinterpret_cast<const float*>(shared + p.shared.partials);
   const T* h_cur = state_h(a, d, t & 1);
   const GateWeightRows w_row{units, static_cast<int>(G), H, u0};
+  // The product of the batch chunk at m0; the input projections of its unheld items are asked of L2 first.
+  auto operands = [&](std::int64_t m0) {
+    return ProductOperands<T, GateWeightRows>{p.shared.gate_weights, kResident ? 0 : p.shared.kept_chunks,
+                                              h_cur + m0 * S, S, p.vec_h, chunk_rows(active, m0), a.w_hh[d],
+                                              p.vec_w_hh, w_row};
+  };
+  auto begin = [&](std::int64_t m0) {
+    if (!prefetched) prefetch_item_inputs(p, d, slice, t, m0, chunk_rows(active, m0), first_unheld_item(m0));
+    begin_chunk_product<T, kResident>(g, p.shared, shared, operands(m0));
+  };
 
+  begin(0);
   for (std::int64_t m0 = 0; m0 < active; m0 += kRnnMChunk) {
     const int rows_here = chunk_rows(active, m0);
-    if (!prefetched) prefetch_item_inputs(p, d, slice, t, m0, rows_here, first_unheld_item(m0));
-    chunk_product<T, kResident>(g, p.shared, shared, p.shared.gate_weights, kResident ? 0 : p.shared.kept_chunks,
-                                h_cur + m0 * S, S, p.vec_h, rows_here, a.w_hh[d], p.vec_w_hh, w_row);
+    chunk_product<T, kResident>(g, p.shared, shared, operands(m0));
+    if (m0 + kRnnMChunk < active) begin(m0 + kRnnMChunk);  // its loads overlap this chunk's epilogue
     if (m0 == 0) {
 #pragma unroll
       for (int i = 0; i < kRnnHeldItems; ++i) {
@@ -647,11 +700,17 @@ __device__ void proj_phase(const KernelParams<T>& p, unsigned char* shared, int 
   T* h_next = state_h(a, d, (t + 1) & 1);
   const std::int64_t out_ld = a.dirs * P;
   auto w_row = [&](int q) -> std::int64_t { return q < rows && p0 + q < P ? p0 + q : -1; };
+  auto operands = [&](std::int64_t m0) {
+    return ProductOperands<T, decltype(w_row)>{kResident ? p.shared.proj_weights : p.shared.gate_weights, 0,
+                                               r + m0 * H, H, p.vec_r, chunk_rows(active, m0), a.w_hr[d],
+                                               p.vec_w_hr, w_row};
+  };
 
+  begin_chunk_product<T, kResident>(g, p.shared, shared, operands(0));
   for (std::int64_t m0 = 0; m0 < active; m0 += kRnnMChunk) {
     const int rows_here = chunk_rows(active, m0);
-    chunk_product<T, kResident>(g, p.shared, shared, kResident ? p.shared.proj_weights : p.shared.gate_weights, 0,
-                                r + m0 * H, H, p.vec_r, rows_here, a.w_hr[d], p.vec_w_hr, w_row);
+    chunk_product<T, kResident>(g, p.shared, shared, operands(m0));
+    if (m0 + kRnnMChunk < active) begin_chunk_product<T, kResident>(g, p.shared, shared, operands(m0 + kRnnMChunk));
     for (int idx = threadIdx.x; idx < rows_here * rows; idx += blockDim.x) {
       const int m = idx / rows, q = idx - m * rows;
       const std::int64_t j = m0 + m;

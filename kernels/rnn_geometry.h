@@ -27,10 +27,15 @@ constexpr int kRnnMChunk = 32;           // batch rows per pass (two 16-row tile
 constexpr int kRnnKChunkBytes = 512;     // bytes of a row staged at once: 256 half / bfloat16 or 128 float columns
 constexpr int kRnnMaxNTilesPerWarp = 2;  // n-tiles one warp holds (each with both m-tiles)
 constexpr int kRnnSkewBytes = 16;        // row padding of shared tiles: conflict-free 16-byte accesses
-// Buffers of a staged operand. Resident weights leave only the activations to stage, a chunk or two per pass,
-// so two do. Streamed weights make every pass a walk over k_pad / k_chunk chunks (8 at H = 2048) that waits on
-// memory at each chunk, so three, where shared memory allows, keep two chunks in flight instead of one.
+// Buffers of a staged operand. Streamed weights make every pass a walk over k_pad / k_chunk chunks (8 at
+// H = 2048) that waits on memory at each chunk, so three, where shared memory allows, keep two chunks in flight
+// instead of one. Resident weights leave only the activations to stage: as many buffers as a pass has k chunks,
+// up to kRnnResidentMaxStages, where shared memory holds them (plan_resident_layout), else kRnnResidentStages,
+// the fewest that overlap a load with a product. Why: with two, a pass of 4 chunks (H = 1024 in 16 bits) waits
+// about two round trips to L2 for h, one per pair of chunks; with four, all of them go out at once and it waits
+// about one (a model, not measured: RAGGED_RNN_RESIDENT_STAGES=2 is the old depth, for an A/B on a GPU).
 constexpr int kRnnResidentStages = 2;
+constexpr int kRnnResidentMaxStages = 4;
 constexpr int kRnnStreamedStages = 3;
 
 RAGGED_HOST_DEVICE std::int64_t rnn_round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
@@ -157,6 +162,25 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
 
 // k chunks of a pass: k_pad / k_chunk rounded up.
 RAGGED_HOST_DEVICE int rnn_k_chunks(const RnnGemmGeometry& g) { return (g.k_pad + g.k_chunk - 1) / g.k_chunk; }
+
+// The layout of a persistent block with resident weights: one activation buffer per k chunk of its passes (the
+// gates', or the projection's where it has more), at most max_stages (clamped to [kRnnResidentStages,
+// kRnnResidentMaxStages]), the most of those that `dynamic_max` bytes hold; kRnnResidentStages where none does
+// (which may not fit either: then its total is past dynamic_max). The depth changes when loads go out, never the
+// summation order, so not the bits.
+RAGGED_HOST_DEVICE RnnSharedLayout plan_resident_layout(const RnnGemmGeometry& gate, const RnnGemmGeometry& proj,
+                                                        bool has_proj, int elem_bytes, std::size_t dynamic_max,
+                                                        int max_stages) {
+  int chunks = rnn_k_chunks(gate);
+  if (has_proj && rnn_k_chunks(proj) > chunks) chunks = rnn_k_chunks(proj);
+  int deepest = max_stages < kRnnResidentMaxStages ? max_stages : kRnnResidentMaxStages;
+  deepest = chunks < deepest ? chunks : deepest;
+  for (int stages = deepest; stages > kRnnResidentStages; --stages) {
+    const RnnSharedLayout deep = make_rnn_shared_layout(gate, proj, has_proj, true, elem_bytes, stages);
+    if (deep.total <= dynamic_max) return deep;
+  }
+  return make_rnn_shared_layout(gate, proj, has_proj, true, elem_bytes, kRnnResidentStages);
+}
 
 // How the persistent kernel with streamed weights uses the shared memory its stage buffers leave (one block per
 // SM, so every byte of the device's opt-in size is the block's): it keeps the first k chunks of its gate rows

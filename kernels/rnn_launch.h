@@ -98,7 +98,7 @@ Status launch_rnn_recurrence(const RnnRecurrenceArgs<T>& args, RnnAlgo algo, cud
 struct RnnPersistentPlan {
   bool fits = false;
   bool resident = true;  // weights in shared memory for the whole layer; false: streamed every step
-  int stages = 0;        // buffers per staged operand (kRnnResidentStages where resident)
+  int stages = 0;        // buffers per staged operand (plan_resident_layout's depth where resident)
   int kept_chunks = 0;   // streamed: gate-row k chunks kept in shared memory for the layer (RnnSharedLayout)
   int units = 0;         // hidden units per block (all gates of each)
   int slices = 0;        // blocks per direction
@@ -130,6 +130,25 @@ class RnnKeptChunksScope {
 
  private:
   RnnKeptChunks saved_;
+};
+
+// The most buffers a persistent block with resident weights stages h through (plan_resident_layout, at most
+// kRnnResidentMaxStages, at least kRnnResidentStages): kRnnResidentMaxStages unless the process started with
+// RAGGED_RNN_RESIDENT_STAGES set to 2 or 3. Read when a layer is planned. Not thread-safe to change: the
+// benchmarks set it to time both depths in one run, the tests to compare their bits.
+int rnn_resident_stages();
+void set_rnn_resident_stages(int stages);
+
+// rnn_resident_stages() set to `stages` while the scope lives (the benchmarks' rows of each depth).
+class RnnResidentStagesScope {
+ public:
+  explicit RnnResidentStagesScope(int stages) : saved_(rnn_resident_stages()) { set_rnn_resident_stages(stages); }
+  ~RnnResidentStagesScope() { set_rnn_resident_stages(saved_); }
+  RnnResidentStagesScope(const RnnResidentStagesScope&) = delete;
+  RnnResidentStagesScope& operator=(const RnnResidentStagesScope&) = delete;
+
+ private:
+  int saved_;
 };
 
 // kAuto takes the per-step path up to this hidden size, whether or not a persistent kernel fits. Why: on the

@@ -80,13 +80,21 @@ const void* persistent_kernel(bool resident) {
                   : reinterpret_cast<const void*>(&rnn_persistent_kernel<T, false>);
 }
 
-// The shared-memory layout of a persistent block: resident weights, or streamed ones with the chunks `policy`
-// keeps (plan_streamed_layout: kRnnStreamedStages deep where `dynamic_max` bytes hold that, else
-// kRnnResidentStages deep, which may not fit either).
+// The shared-memory layout of a persistent block: resident weights with h staged as deep as `dynamic_max` bytes
+// allow (plan_resident_layout), or streamed ones with the chunks `policy` keeps (plan_streamed_layout:
+// kRnnStreamedStages deep where `dynamic_max` bytes hold that, else kRnnResidentStages deep, which may not fit
+// either).
 RnnSharedLayout persistent_layout(const RnnGemmGeometry& gate, const RnnGemmGeometry& proj, bool has_proj,
                                   bool resident, int elem_bytes, std::size_t dynamic_max, RnnKeptChunks policy) {
-  if (resident) return make_rnn_shared_layout(gate, proj, has_proj, true, elem_bytes);
+  if (resident) return plan_resident_layout(gate, proj, has_proj, elem_bytes, dynamic_max, rnn_resident_stages());
   return plan_streamed_layout(gate, proj, has_proj, elem_bytes, dynamic_max, policy, rnn_kept_chunk_cap());
+}
+
+// RAGGED_RNN_RESIDENT_STAGES=2 or 3 in the environment starts a process with that depth, to compare on a GPU.
+int& resident_stages_setting() {
+  static int stages = setting_from_environment("RAGGED_RNN_RESIDENT_STAGES", kRnnResidentMaxStages,
+                                               kRnnResidentStages, kRnnResidentMaxStages);
+  return stages;
 }
 
 // RAGGED_RNN_KEPT_CHUNKS=0 or 1 in the environment starts a process with kNone or kSpare, to compare on a GPU.
@@ -105,6 +113,10 @@ int& kept_chunk_cap_setting() {
 }  // namespace
 }  // namespace rnn
 
+int rnn_resident_stages() { return rnn::resident_stages_setting(); }
+void set_rnn_resident_stages(int stages) {
+  rnn::resident_stages_setting() = std::min(kRnnResidentMaxStages, std::max(kRnnResidentStages, stages));
+}
 RnnKeptChunks rnn_kept_chunks() { return rnn::kept_chunks_setting(); }
 void set_rnn_kept_chunks(RnnKeptChunks policy) { rnn::kept_chunks_setting() = policy; }
 int rnn_kept_chunk_cap() { return rnn::kept_chunk_cap_setting(); }

@@ -16,6 +16,7 @@ using ragged::detail::kRnnMChunk;
 using ragged::detail::kRnnWarps;
 using ragged::detail::make_rnn_gemm_geometry;
 using ragged::detail::make_rnn_shared_layout;
+using ragged::detail::plan_resident_layout;
 using ragged::detail::plan_streamed_layout;
 using ragged::detail::rnn_k_chunks;
 using ragged::detail::RnnKeptChunks;
@@ -141,7 +142,7 @@ void require_disjoint_aligned(const RnnSharedLayout& s, const RnnGemmGeometry& g
 TEST_CASE("rnn shared layouts: pieces are aligned and disjoint", "[rnn][geometry]") {
   const int elem = GENERATE(2, 4);
   const bool resident = GENERATE(false, true);
-  const int stages = GENERATE(2, 3);
+  const int stages = GENERATE(2, 3, 4);
   const int kept = GENERATE(0, 1, 3);
   for (std::int64_t units : {1, 3, 8, 16, 40}) {
     for (std::int64_t state : {7, 24, 300, 1024}) {
@@ -176,6 +177,54 @@ TEST_CASE("rnn shared layouts: the persistent shapes expected on an H100 fit its
   const RnnGemmGeometry gru = make_rnn_gemm_geometry(3 * 8, 1024, 4);
   const RnnSharedLayout gru_layout = make_rnn_shared_layout(gru, gru, false, true, 4);
   CHECK(gru_layout.total <= kH100OptIn);
+}
+
+TEST_CASE("rnn resident layouts: h staged four deep at H = 1024 on an H100 / H200", "[rnn][geometry]") {
+  // bfloat16 LSTM, H = 1024, one direction on 132 SMs: 8 units a block, 32 gate rows of 1,032 x 2 bytes (66,048),
+  // 4 chunks of 256 columns, an activation buffer of 32 x 264 x 2 = 16,896 bytes, partials of 4 splits x 32 x 36
+  // floats (18,432). Two buffers: 118,272 bytes; one per chunk: 152,064.
+  constexpr std::size_t kH100OptIn = 227 * 1024;
+  const RnnGemmGeometry lstm = make_rnn_gemm_geometry(4 * 8, 1024, 2);
+  REQUIRE(rnn_k_chunks(lstm) == 4);
+  const RnnSharedLayout deep = plan_resident_layout(lstm, lstm, false, 2, kH100OptIn, 4);
+  CHECK(deep.stages == 4);
+  CHECK(deep.total == 152064);
+  const RnnSharedLayout two = plan_resident_layout(lstm, lstm, false, 2, kH100OptIn, 2);
+  CHECK(two.stages == 2);
+  CHECK(two.total == 118272);
+  CHECK(two.total == make_rnn_shared_layout(lstm, lstm, false, true, 2).total);  // the layout before
+  // Where four do not fit, three; where three do not, two (which the plan then checks).
+  CHECK(plan_resident_layout(lstm, lstm, false, 2, 152064 - 1, 4).stages == 3);
+  CHECK(plan_resident_layout(lstm, lstm, false, 2, 152064 - 16896 - 1, 4).stages == 2);
+  // H = 512 has two chunks: nothing past two buffers to gain.
+  const RnnGemmGeometry small = make_rnn_gemm_geometry(4 * 4, 512, 2);
+  CHECK(plan_resident_layout(small, small, false, 2, kH100OptIn, 4).stages == 2);
+}
+
+TEST_CASE("rnn resident layouts: as deep as the chunks, the cap and the device allow", "[rnn][geometry]") {
+  const int elem = GENERATE(2, 4);
+  const std::size_t optin = GENERATE(std::size_t{101376}, std::size_t{166912}, std::size_t{232448});
+  const int cap = GENERATE(1, 2, 3, 4, 9);
+  for (std::int64_t rows : {4, 16, 32, 48, 64, 104}) {
+    for (std::int64_t state : {24, 300, 520, 1024, 1536, 2048}) {
+      const RnnGemmGeometry gate = make_rnn_gemm_geometry(rows, state, elem);
+      const RnnGemmGeometry proj = make_rnn_gemm_geometry(8, 2 * state, elem);
+      for (const bool has_proj : {false, true}) {
+        INFO("rows " << rows << " state " << state << " proj " << has_proj << " opt-in " << optin << " cap " << cap);
+        const RnnSharedLayout s = plan_resident_layout(gate, proj, has_proj, elem, optin, cap);
+        const int chunks = std::max(rnn_k_chunks(gate), has_proj ? rnn_k_chunks(proj) : 0);
+        const int deepest = std::min({chunks, std::max(cap, 2), 4});
+        require_disjoint_aligned(s, gate, proj, has_proj, true, elem);
+        REQUIRE(s.stages >= 2);
+        REQUIRE(s.stages <= std::max(deepest, 2));
+        REQUIRE(s.total == make_rnn_shared_layout(gate, proj, has_proj, true, elem, s.stages).total);
+        // Deeper than two only where it fits; one more buffer would not, unless the depth is already the most.
+        if (s.stages > 2) REQUIRE(s.total <= optin);
+        if (s.stages < deepest)
+          REQUIRE(make_rnn_shared_layout(gate, proj, has_proj, true, elem, s.stages + 1).total > optin);
+      }
+    }
+  }
 }
 
 TEST_CASE("rnn shared layouts: the per-step path's largest blocks stream three deep on an H100", "[rnn][geometry]") {

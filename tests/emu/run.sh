@@ -21,7 +21,9 @@ fi
 # which no test shape reaches on 132 SMs. test_rnn:19sms runs the same cases on 19 SMs, where those counts need
 # 20 blocks and blocks of more than 113 KB fit one per SM: the plan takes the next count (18 blocks) for them,
 # as it would on a GPU with an odd number of SMs. test_rnn:20sms also runs the kept-chunk case there: two buffers
-# and one or two chunks kept (the layout bfloat16 H = 2048 takes on an H100 / H200). test_rnn:99kb runs the per-step path as on a device with 99 KB
+# and one or two chunks kept (the layout bfloat16 H = 2048 takes on an H100 / H200), and the resident staging-depth
+# case: 26 units a block, held items short of the first batch chunk; bfloat16 three buffers deep, float GRU three
+# of its five chunks (the float LSTM's weights do not fit there). test_rnn:99kb runs the per-step path as on a device with 99 KB
 # of shared memory per block and 20 SMs: float LSTM blocks of 16 units fit there at no pipeline depth, so the
 # launcher takes 12 units and two stages instead of three (the persistent kernel with streamed weights fits at
 # no count there: that case is not run). test_rnn:99kb65 runs the same test on 65 SMs: 8 units per block, whose
@@ -47,7 +49,7 @@ declare -A blocks_per_sm=([test_segment_reduce:100kb]=3)
 # no test case fails the run (--warn NoTests).
 declare -A filters=([test_rnn]='~"rnn_forward with the batch-invariant projection*"'
                     [test_rnn:invariant]='"rnn_forward with the batch-invariant projection*"'
-                    [test_rnn:20sms]='"rnn_forward with hidden sizes that need several blocks*","rnn_forward with streamed weights: the chunks*"'
+                    [test_rnn:20sms]='"rnn_forward with hidden sizes that need several blocks*","rnn_forward with streamed weights: the chunks*","rnn_forward with resident weights: the depth*"'
                     [test_rnn:19sms]='"rnn_forward with hidden sizes that need several blocks*"'
                     [test_rnn:99kb]='"rnn_forward with streamed weights streams more k chunks than it has buffers"'
                     [test_rnn:99kb65]='"rnn_forward with streamed weights streams more k chunks than it has buffers"'

@@ -296,6 +296,9 @@ std::vector<std::int64_t> uniform_lengths(std::int64_t count, std::int64_t max_l
 using RestoreKeptChunks =
     test::RestoreSetting<detail::RnnKeptChunks, detail::rnn_kept_chunks, detail::set_rnn_kept_chunks>;
 using RestoreKeptChunkCap = test::RestoreSetting<int, detail::rnn_kept_chunk_cap, detail::set_rnn_kept_chunk_cap>;
+// The resident persistent kernel's most stage buffers (kernels/rnn_launch.h), as it was when a test began.
+using RestoreResidentStages =
+    test::RestoreSetting<int, detail::rnn_resident_stages, detail::set_rnn_resident_stages>;
 
 // The k chunks of a block's gate rows in a layer of `desc` (rnn_geometry.h): the recurrent product's k is the
 // state size, whatever the units per block.
@@ -532,6 +535,71 @@ TEMPLATE_TEST_CASE("rnn_forward with streamed weights: the chunks the persistent
     REQUIRE_BITWISE_EQUAL(got.hn, none.hn);
     REQUIRE_BITWISE_EQUAL(got.cn, none.cn);
   }
+}
+
+TEMPLATE_TEST_CASE("rnn_forward with resident weights: the depth h is staged at changes no bit", "[rnn]", float,
+                   bfloat16) {
+  // The persistent kernel with resident weights stages h through one buffer per k chunk of a pass, up to four
+  // (rnn_geometry.h plan_resident_layout), or two; the chunks are multiplied in the same order either way.
+  // H = 520: 5 chunks of 128 float columns (four buffers), 3 of 256 bfloat16 ones (three). LSTM with proj_size
+  // 24: the gates have one chunk (k = 24) and the projection W_hr's (k = H) sets the depth. 40 sequences of 0..5
+  // tokens: two batch chunks at the first steps, so each pass also begins the second chunk's product during the
+  // first one's epilogue. Two, three and four buffers at most, against the reference and bitwise against two.
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(585);
+  const RestoreResidentStages restore;
+  const auto shape = GENERATE(table<RnnMode, std::int64_t>({{RnnMode::kLstm, 0}, {RnnMode::kGru, 0},
+                                                             {RnnMode::kLstm, 24}}));  // (mode, proj_size)
+  const RnnDesc desc = make_desc(std::get<0>(shape), 20, 520, std::get<1>(shape), 1, false);
+  INFO(describe(desc));
+  const int chunks = detail::rnn_k_chunks(detail::make_rnn_gemm_geometry(16, 520, sizeof(T)));
+  Model<T> model(desc, rng);
+  const auto in = make_inputs<T, std::int32_t>(desc, uniform_lengths(40, 5, rng), rng);
+  Options o;
+  o.algo = RnnAlgo::kPersistent;
+
+  // The plan's stage count under a cap; -1 where the kernel cannot run (weights too large for a small device).
+  const auto stages_by_plan = [&](int cap) {
+    detail::set_rnn_resident_stages(cap);
+    RnnAlgo path = RnnAlgo::kAuto;
+    detail::RnnPersistentPlan plan;
+    const std::int64_t state = desc.proj_size > 0 ? desc.proj_size : desc.hidden_size;
+    const Status s = detail::plan_rnn_path<T>(desc.mode, desc.hidden_size, state, desc.proj_size, 1,
+                                              RnnAlgo::kPersistent, path, plan);
+    if (s == Status::kUnsupportedShape) return -1;
+    REQUIRE_OK(s);
+    return plan.fits ? plan.stages : -1;
+  };
+  if (stages_by_plan(detail::kRnnResidentMaxStages) < 0) {
+    WARN("the persistent kernel with resident weights cannot run this shape on this device: not run");
+    return;
+  }
+  REQUIRE(stages_by_plan(2) == 2);
+  const Outputs<T> two = run_device(model, in, o, cublas.handle);
+  check_against_reference(model, in, o, cublas.handle);
+  int device = 0, sms = 0, optin = 0;
+  REQUIRE_CUDA(cudaGetDevice(&device));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  bool deeper = false;
+  for (const int cap : {3, detail::kRnnResidentMaxStages}) {
+    const int stages = stages_by_plan(cap);
+    INFO("at most " << cap << " buffers: " << stages << " for " << chunks << " chunks, " << sms << " SMs, opt-in "
+                    << optin << " bytes");
+    REQUIRE(stages >= 2);
+    REQUIRE(stages <= std::min(cap, chunks));
+    // An H100-class device (227 KB, 132 SMs: 4 units a block) holds a buffer per chunk beside these weights
+    // (about 35 KB of them); on fewer SMs a block holds more units, and the weights leave room for fewer.
+    if (sms >= 100 && optin >= 200 * 1024) REQUIRE(stages == std::min(cap, chunks));
+    deeper = deeper || stages > 2;
+    const Outputs<T> got = run_device(model, in, o, cublas.handle);
+    REQUIRE(got.check.ok());
+    REQUIRE_BITWISE_EQUAL(got.output, two.output);
+    REQUIRE_BITWISE_EQUAL(got.hn, two.hn);
+    REQUIRE_BITWISE_EQUAL(got.cn, two.cn);
+  }
+  if (!deeper) WARN("no staging deeper than two buffers fits this shape on this device: one depth compared");
 }
 
 TEMPLATE_TEST_CASE("rnn_forward without biases matches the reference", "[rnn]", float, bfloat16) {
