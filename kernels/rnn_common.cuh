@@ -277,10 +277,11 @@ struct GateWeightRows {
 // Two calls: begin_chunk_product stages the first stages - 1 k chunks, chunk_product the rest while it
 // multiplies, and ends with a barrier after which the partials may be read and the stage buffers are free. So a
 // phase begins the next batch chunk's product before the epilogue of this one (gates_phase, proj_phase): its
-// first loads then overlap that epilogue instead of following it. Why: a step with more than kRnnMChunk active
-// rows ran its batch chunks one after the other, each a chain of the first chunk's round trip, the product, and
-// the epilogue's own loads (H200, 087a77a: bfloat16 H = 1024, ~6 us a step more for each batch chunk past the
-// first; batch 256 slower than cuDNN).
+// first loads then overlap that epilogue instead of following it (by cp.async; rows that are not 16-byte
+// aligned are copied before begin returns, ahead of the epilogue but not beside it). Why: a step with more than
+// kRnnMChunk active rows ran its batch chunks one after the other, each a chain of the first chunk's round trip,
+// the product, and the epilogue's own loads (H200, 087a77a: bfloat16 H = 1024, 9.3 us a step at batch 16, one
+// chunk, and 14.3 at batch 64, two chunks in about half the steps; batch 256 slower than cuDNN).
 template <typename T, typename WeightRowOf>
 struct ProductOperands {
   std::size_t weights_at;  // resident weights, or the streamed weights' first stage buffer
@@ -346,7 +347,9 @@ __device__ void chunk_product(const RnnGemmGeometry& g, const RnnSharedLayout& l
   const int warp = threadIdx.x >> 5;
   const int w_ld = rnn_shared_ld(kResident ? g.k_pad : g.k_chunk, sizeof(T));
   const int a_ld = rnn_shared_ld(g.k_chunk, sizeof(T));
-  auto act_buffer = [&](int b) { return reinterpret_cast<const T*>(shared + layout.activations + b * layout.activation_buffer); };
+  auto act_buffer = [&](int b) {
+    return reinterpret_cast<const T*>(shared + layout.activations + b * layout.activation_buffer);
+  };
   auto w_buffer = [&](int b) {
     return reinterpret_cast<const T*>(shared + o.weights_at + (kResident ? 0 : b * layout.weight_buffer));
   };

@@ -143,8 +143,11 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
   // allows and take the first count whose blocks fit the chip: the padded gate rows (multiples of 16) decide the
   // shared memory, so a count a little above the minimum can fit where a rounded-up one does not, and a larger
   // count needs fewer blocks (bidirectional layers on an odd number of SMs). A layout's shared memory at a given
-  // depth only grows with the count (a streamed one drops from three stages to two where three do not fit, and
-  // fits at no count once two do not), so the search stops at the first layout past the device's limit.
+  // depth only grows with the count (a streamed one drops from three stages to two where three do not fit, a
+  // resident one from four to three to two, and either fits at no count once two do not), so the search stops at
+  // the first layout past the device's limit. Where the deeper staging or the kept chunks would cost a count its
+  // residency, that count takes the two-stage resident layout or the streamed one keeping nothing: the count the
+  // search settles on, and so every summation order (its splits), is then the one of the plain layout.
   const int gates = rnn_gate_count(mode);
   const std::int64_t first = std::max<std::int64_t>(1, (dirs * hidden + sms - 1) / sms);
   std::int64_t previous_slices = -1;
@@ -172,6 +175,14 @@ Status plan_rnn_persistent(RnnMode mode, std::int64_t hidden, std::int64_t state
     if (static_cast<std::int64_t>(per_sm) * sms < blocks && shared.kept_chunks > 0) {
       // The kept chunks cost the grid its residency (a count whose blocks need two per SM): stream them all.
       shared = rnn::persistent_layout(gate, projection, proj > 0, false, sizeof(T), dynamic_max, RnnKeptChunks::kNone);
+      s = blocks_per_sm(shared);
+      if (s != Status::kSuccess) return s;
+    }
+    if (static_cast<std::int64_t>(per_sm) * sms < blocks && resident && shared.stages > kRnnResidentStages) {
+      // The deeper staging costs the grid its residency: stage h two deep, as the plain layout does. (Registers
+      // hold these kernels to one block per SM on the GPUs measured, so this is for devices or emulations where
+      // shared memory decides.)
+      shared = make_rnn_shared_layout(gate, projection, proj > 0, true, sizeof(T), kRnnResidentStages);
       s = blocks_per_sm(shared);
       if (s != Status::kSuccess) return s;
     }

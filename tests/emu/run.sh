@@ -20,25 +20,28 @@ fi
 # 300 cases, so that a block's first batch chunk has more epilogue items than its threads hold (rnn_common.cuh),
 # which no test shape reaches on 132 SMs. test_rnn:19sms runs the same cases on 19 SMs, where those counts need
 # 20 blocks and blocks of more than 113 KB fit one per SM: the plan takes the next count (18 blocks) for them,
-# as it would on a GPU with an odd number of SMs. test_rnn:20sms also runs the kept-chunk case there: two buffers
-# and one or two chunks kept (the layout bfloat16 H = 2048 takes on an H100 / H200), and the resident staging-depth
-# case: 26 units a block, held items short of the first batch chunk; bfloat16 three buffers deep, float GRU three
-# of its five chunks (the float LSTM's weights do not fit there). test_rnn:99kb runs the per-step path as on a device with 99 KB
-# of shared memory per block and 20 SMs: float LSTM blocks of 16 units fit there at no pipeline depth, so the
-# launcher takes 12 units and two stages instead of three (the persistent kernel with streamed weights fits at
-# no count there: that case is not run). test_rnn:99kb65 runs the same test on 65 SMs: 8 units per block, whose
-# streamed weights fit two stages deep only, on both paths, the projection's W_hr included.
+# as it would on a GPU with an odd number of SMs; and the resident staging-depth case, whose deeper layouts must
+# not move the plan off the two-buffer layout's count there (test_rnn:65sms runs that case alone on 65 SMs,
+# where one of its shapes would move without the fallback). test_rnn:20sms also runs the kept-chunk case there:
+# two buffers and one or two chunks kept (the layout bfloat16 H = 2048 takes on an H100 / H200); and the resident
+# staging-depth case: 26 units a block, held items short of the first batch chunk, bfloat16 three buffers deep,
+# float GRU three of its five chunks (the float LSTM's weights do not fit there). test_rnn:99kb runs the per-step
+# path as on a device with 99 KB of shared memory per block and 20 SMs: float LSTM blocks of 16 units fit there
+# at no pipeline depth, so the launcher takes 12 units and two stages instead of three (the persistent kernel
+# with streamed weights fits at no count there: that case is not run). test_rnn:99kb65 runs the same test on 65
+# SMs: 8 units per block, whose streamed weights fit two stages deep only, on both paths, the projection's W_hr
+# included.
 # test_segment_reduce:100kb runs the merge-staging cases with 100 KB of shared memory per SM and room for 3
 # blocks (sm_86 / sm_89 and the float reductions' register bound): the first-pass launcher lowers the staging to
 # 2 or 1 KB a warp there (fit_first_pass_shared), and keeps 4 KB for the smallest plans and past 131,072 rows.
 # test_rnn:invariant runs test_rnn's batch-invariant projection cases and test_rnn the others: as one program it
 # was the emulated run's long pole (3007 s of a 76-minute CI run here, the other slot idle for much of it).
 runs=(test_rnn test_rnn:invariant test_segment_softmax test_attention test_convert test_segment_reduce
-      test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms test_rnn:99kb test_rnn:99kb65 test_dynamic test_offsets test_masks test_packing
-      test_dependent_launch)
+      test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms test_rnn:65sms test_rnn:99kb test_rnn:99kb65
+      test_dynamic test_offsets test_masks test_packing test_dependent_launch)
 mapfile -t programs < <(printf '%s\n' "${runs[@]%%:*}" | awk '!seen[$0]++')
-declare -A sms=([test_rnn]=132 [test_rnn:invariant]=132 [test_rnn:20sms]=20 [test_rnn:19sms]=19 [test_rnn:99kb]=20
-                [test_rnn:99kb65]=65)
+declare -A sms=([test_rnn]=132 [test_rnn:invariant]=132 [test_rnn:20sms]=20 [test_rnn:19sms]=19 [test_rnn:65sms]=65
+                [test_rnn:99kb]=20 [test_rnn:99kb65]=65)
 # A 99 KB device (sm_86, sm_89) holds 100 KB per SM: one such block.
 declare -A smem_optin=([test_rnn:99kb]=101376 [test_rnn:99kb65]=101376 [test_segment_reduce:100kb]=101376)
 declare -A smem_per_sm=([test_rnn:99kb]=102400 [test_rnn:99kb65]=102400 [test_segment_reduce:100kb]=102400)
@@ -50,7 +53,8 @@ declare -A blocks_per_sm=([test_segment_reduce:100kb]=3)
 declare -A filters=([test_rnn]='~"rnn_forward with the batch-invariant projection*"'
                     [test_rnn:invariant]='"rnn_forward with the batch-invariant projection*"'
                     [test_rnn:20sms]='"rnn_forward with hidden sizes that need several blocks*","rnn_forward with streamed weights: the chunks*","rnn_forward with resident weights: the depth*"'
-                    [test_rnn:19sms]='"rnn_forward with hidden sizes that need several blocks*"'
+                    [test_rnn:19sms]='"rnn_forward with hidden sizes that need several blocks*","rnn_forward with resident weights: the depth*"'
+                    [test_rnn:65sms]='"rnn_forward with resident weights: the depth*"'
                     [test_rnn:99kb]='"rnn_forward with streamed weights streams more k chunks than it has buffers"'
                     [test_rnn:99kb65]='"rnn_forward with streamed weights streams more k chunks than it has buffers"'
                     [test_segment_reduce:100kb]='"*stag*"')
