@@ -30,6 +30,9 @@
 // `floor/.../kind:subwarp` (sum and softmax on the tiny rows at D = 64, float and bfloat16): one kernel that gives
 // each row a sub-warp of D / V lanes and nothing else (bench/subwarp_row_floor.h): the floor of ragged's sub-warp
 // row pass on those rows, without its plan and first-pass launch.
+// `floor/.../kind:warp` (sum, max and softmax at D = 1 on the uniform and power-law rows, float and bfloat16 where
+// the op runs in it): one kernel that gives each row a warp and nothing else (bench/warp_row_floor.h): the plain
+// CSR design ragged's row streams are meant to beat on rows of a few hundred tokens.
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cuda_bf16.h>
@@ -49,6 +52,7 @@
 #include "bench/common/verify.h"
 #include "bench/reduce_chain_floor.h"
 #include "bench/subwarp_row_floor.h"
+#include "bench/warp_row_floor.h"
 #include "ragged/buffer.h"
 #include "ragged/convert.h"
 #include "ragged/reference_segment.h"
@@ -234,10 +238,11 @@ void bench_ragged(benchmark::State& state, const SegCase& s) {
   else bench_ragged_typed<float>(state, s);
 }
 
-// The sub-warp row floor (bench/subwarp_row_floor.h) of a sum or softmax case, timed and counted as the ragged
-// case is (the same floor_bytes, so copy_frac compares).
-template <typename T>
-void bench_subwarp_floor_typed(benchmark::State& state, const SegCase& s) {
+// A floor kernel's run of a case (bench/subwarp_row_floor.h, bench/warp_row_floor.h), timed and counted as the
+// ragged case is (the same floor_bytes, so copy_frac compares) and verified as ragged's output (`who`).
+// launch(values, offsets, out, stream) runs the floor.
+template <typename T, typename Launch>
+void bench_floor_typed(benchmark::State& state, const SegCase& s, const char* who, Launch launch) {
   run_guarded(state, [&] {
     const RaggedCase& c = s.shape();
     cudaStream_t stream = GpuTimer::instance().stream();
@@ -249,23 +254,44 @@ void bench_subwarp_floor_typed(benchmark::State& state, const SegCase& s) {
     const DeviceBuffer<T> none(0, stream);
     const DeviceBuffer<std::int64_t> no_arg(0, stream);
     fill_uniform(values, 1.0f, 12345u, stream);
-    const SubwarpFloorOp op = softmax ? SubwarpFloorOp::kSoftmax : SubwarpFloorOp::kSum;
     time_on_gpu(
-        state,
-        [&](cudaStream_t st) {
-          return launch_subwarp_row_floor(op, values.data(), offsets.data(), c.batch, c.inner, out.data(), st);
-        },
+        state, [&](cudaStream_t st) { return launch(values.data(), offsets.data(), out.data(), st); },
         write_back_timing(s.op));
     set_gpu_traffic(state, floor_bytes(s), static_cast<double>(values.bytes() + offsets.bytes() + out.bytes()));
     set_case_counters(state, c);
-    if (verify_results() && !state.error_occurred())
-      verify_ragged(state, s, values, none, none, no_arg, out, "subwarp floor");
+    if (verify_results() && !state.error_occurred()) verify_ragged(state, s, values, none, none, no_arg, out, who);
   });
+}
+
+template <typename T>
+void bench_subwarp_floor_typed(benchmark::State& state, const SegCase& s) {
+  const SubwarpFloorOp op = s.op == SegOp::kSoftmax ? SubwarpFloorOp::kSoftmax : SubwarpFloorOp::kSum;
+  bench_floor_typed<T>(state, s, "subwarp floor",
+                       [&](const T* values, const std::int32_t* offsets, T* out, cudaStream_t st) {
+                         return launch_subwarp_row_floor(op, values, offsets, s.shape().batch, s.shape().inner, out,
+                                                         st);
+                       });
 }
 
 void bench_subwarp_floor(benchmark::State& state, const SegCase& s) {
   if (s.bf16) bench_subwarp_floor_typed<__nv_bfloat16>(state, s);
   else bench_subwarp_floor_typed<float>(state, s);
+}
+
+template <typename T>
+void bench_warp_floor_typed(benchmark::State& state, const SegCase& s) {
+  const WarpFloorOp op = s.op == SegOp::kSoftmax ? WarpFloorOp::kSoftmax
+                         : s.op == SegOp::kMax   ? WarpFloorOp::kMax
+                                                 : WarpFloorOp::kSum;
+  bench_floor_typed<T>(state, s, "warp floor",
+                       [&](const T* values, const std::int32_t* offsets, T* out, cudaStream_t st) {
+                         return launch_warp_row_floor(op, values, offsets, s.shape().batch, out, st);
+                       });
+}
+
+void bench_warp_floor(benchmark::State& state, const SegCase& s) {
+  if (s.bf16) bench_warp_floor_typed<__nv_bfloat16>(state, s);
+  else bench_warp_floor_typed<float>(state, s);
 }
 
 // RAGGED_BENCH_VERIFY: CUB's results against ragged's CPU reference, with CUB's own values for empty segments (0
@@ -477,6 +503,16 @@ bool has_subwarp_floor(const SegCase& s) {
          subwarp_floor_fits(c.inner, s.elem_size());
 }
 
+// The warp row floor: sum, max and softmax at D = 1 on rows of a few hundred tokens (uniform and power-law lengths
+// at a mean of 256), where ragged streams them (segment_reduce.cuh stream_rows). Not on the tiny rows (a warp for 0
+// to 4 tokens) or the one huge row (one warp's serial walk of 64 MiB).
+bool has_warp_floor(const SegCase& s) {
+  const RaggedCase& c = s.shape();
+  const bool rows_of_hundreds = (c.distribution == LengthDistribution::kUniform && c.mean > 4) ||
+                                c.distribution == LengthDistribution::kPowerLaw;
+  return (s.op == SegOp::kSum || s.op == SegOp::kMax || s.op == SegOp::kSoftmax) && c.inner == 1 && rows_of_hundreds;
+}
+
 // device_reduce's small case: a row of 16 KiB.
 constexpr std::int64_t kDeviceReduceFixedFloats = 4096;
 
@@ -611,6 +647,9 @@ void register_segment_gpu() {
     if (has_subwarp_floor(s))
       register_gpu_benchmark(case_name(s, "floor") + "/kind:subwarp",
                              [shared](benchmark::State& st) { bench_subwarp_floor(st, *shared); });
+    if (has_warp_floor(s))
+      register_gpu_benchmark(case_name(s, "floor") + "/kind:warp",
+                             [shared](benchmark::State& st) { bench_warp_floor(st, *shared); });
   }
 }
 

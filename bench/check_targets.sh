@@ -65,25 +65,35 @@ for t in targets:
     assert int(cells[0]) + int(cells[1]) > 0, f"'{t}': no case judged: {row}"
 assert "1 correctness checks, 0 failed" in text, "the SDPA correctness line is missing"
 
-def table(header_start):
-    """The rows of the table whose header line starts with header_start."""
+def tables(header_start):
+    """The rows of each table whose header line starts with header_start, in order."""
     lines = text.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith(header_start)) + 2
-    rows = []
-    while at < len(lines) and lines[at].startswith("|"):
-        rows.append(lines[at])
-        at += 1
-    return rows
+    found = []
+    for start in [i for i, line in enumerate(lines) if line.startswith(header_start)]:
+        at, rows = start + 2, []
+        while at < len(lines) and lines[at].startswith("|"):
+            rows.append(lines[at])
+            at += 1
+        found.append(rows)
+    return found
+
+def table(header_start):
+    """The rows of the first table whose header line starts with header_start."""
+    return tables(header_start)[0]
 
 # The softmax target is judged on the drained time wherever a row has one.
 segment_rows = table("| op | regime | D | dtype | ragged us |")
 softmax_rows = [line for line in segment_rows if line.startswith("| segment_softmax |")]
 assert softmax_rows and all("drained copy_frac>=0.75" in line for line in softmax_rows if "| one_huge |" not in line), \
     "a softmax row is not judged on its drained time"
-# The sub-warp row floors (bench/subwarp_row_floor.h) pair with ragged's case: sum and softmax, float and bfloat16.
-floor_rows = table("| op | D | dtype | ragged us | floor us |")
-assert len(floor_rows) == 4 and all(row.split("|")[4].strip() != "-" for row in floor_rows), \
-    f"the sub-warp row floors do not pair with ragged's cases: {floor_rows}"
+# The floors pair with ragged's case: the sub-warp row floors (bench/subwarp_row_floor.h: sum and softmax, float
+# and bfloat16, tiny rows at D = 64), then the warp row floors (bench/warp_row_floor.h: sum, max and softmax in
+# float, sum and softmax in bfloat16, uniform and power-law rows at D = 1).
+floor_tables = tables("| op | regime | D | dtype | ragged us | floor us |")
+assert len(floor_tables) == 2, f"{len(floor_tables)} floor tables, not the sub-warp and the warp row floors'"
+for floor_rows, count, what in zip(floor_tables, (4, 10), ("sub-warp", "warp")):
+    assert len(floor_rows) == count and all(row.split("|")[5].strip() != "-" for row in floor_rows), \
+        f"the {what} row floors do not pair with ragged's cases: {floor_rows}"
 attention_rows = [line for line in text.splitlines() if re.match(r"\| pad\d", line)]
 assert attention_rows and all(line.split("|")[6].strip() == "350" for line in attention_rows), \
     "the torch flash column is not the fastest flash run (torch_varlen)"

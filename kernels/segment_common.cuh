@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -332,7 +333,7 @@ __device__ __forceinline__ StreamRow begin_stream(UnitCursor& c, RowWork& entry)
   return r;
 }
 
-// The first row after `after` with units (neither empty nor tiny), probed 32 rows per memory round trip (a lane
+// The first row after `after` with units (not finished by the row pass: empty, tiny or a warp row), probed 32 rows per memory round trip (a lane
 // per row) where step_cursor reads a row at a time: in the power-law regime tiny rows lie between the streamed
 // ones. False if none lies within 128 rows (the caller looks it up). Called by the whole warp.
 template <typename OffsetT>
@@ -342,7 +343,7 @@ __device__ __forceinline__ bool next_row_with_units(const SegmentLayout<OffsetT>
     const std::int64_t row = after + 1 + probe * kWarpSize + lane_id();
     std::int64_t begin = 0, length = 0;
     if (row < L.batch) row_extent(L.offsets, row, L.nnz, begin, length);
-    const unsigned found = __ballot_sync(0xffffffffu, row < L.batch && !is_tiny(length, L.geometry));
+    const unsigned found = __ballot_sync(0xffffffffu, row < L.batch && !finished_by_row_pass(length, L.geometry));
     if (found != 0) {
       const int src = __ffs(found) - 1;
       next = StreamRow{after + 1 + probe * kWarpSize + src, __shfl_sync(0xffffffffu, begin, src),
@@ -592,6 +593,30 @@ __device__ __forceinline__ void scalar_row_pass(const SegmentLayout<OffsetT>& L,
   }
 }
 
+// The warp rows of the batch (is_warp_row: reductions at D = 1, where the scalar row pass runs, so every element
+// index fits 32 bits), after the row pass proper: each warp takes a contiguous share of the rows
+// (warp_share_begin), reads their ranges 32 at a time (a lane per row) and finishes each warp row among them with
+// finish(b, begin, length), called by the whole warp. The plan has no work for these rows (row_work). A share
+// rather than a grid stride: a warp's rows then lie next to one another in memory, and their offsets in one line.
+template <typename OffsetT, typename Finish>
+__device__ __forceinline__ void warp_row_pass(const SegmentLayout<OffsetT>& L, Finish finish) {
+  const SegmentGeometry& g = L.geometry;
+  const std::int64_t warps = total_warps(), warp = global_warp();
+  const std::int64_t end = warp_share_begin(L.batch, warps, warp + 1);
+  for (std::int64_t first = warp_share_begin(L.batch, warps, warp); first < end; first += kWarpSize) {
+    const std::int64_t b = first + lane_id();
+    std::int64_t begin = 0, length = 0;
+    if (b < end) row_extent(L.offsets, b, L.nnz, begin, length);
+    unsigned rows = __ballot_sync(0xffffffffu, b < end && is_warp_row(length, g));
+    while (rows != 0) {  // warp-uniform
+      const int src = __ffs(rows) - 1;
+      rows &= rows - 1;
+      finish(first + src, __shfl_sync(0xffffffffu, static_cast<int>(begin), src),
+             __shfl_sync(0xffffffffu, static_cast<int>(length), src));
+    }
+  }
+}
+
 // The position of the n-th set bit of mask (n from 0; n < __popc(mask)): a binary search over its halves.
 __device__ __forceinline__ int nth_set_bit(unsigned mask, int n) {
   int pos = 0;
@@ -621,7 +646,7 @@ __device__ __forceinline__ void write_group_work(const SegmentLayout<OffsetT>& L
     if (first >= rows.end) break;  // warp-uniform
     std::int64_t begin = 0, length = 0;
     rows.extent(j, begin, length);
-    if (first + lane < rows.end && !is_tiny(length, L.geometry)) {
+    if (first + lane < rows.end && !finished_by_row_pass(length, L.geometry)) {
       work = work + row_work(length, L.geometry);
       long_rows = true;
     }
@@ -1048,8 +1073,10 @@ inline Status build_plan(void (*rows_kernel)(Args), const Args& args, const Segm
   unsigned blocks = 0;
   // A warp per group of rows (row_pass), or per batch of 32 (subwarp_row_pass).
   const std::int64_t rows_per_warp = L.geometry.subwarp_rows ? kWarpSize : kRowsPerGroup;
+  // Warp rows (warp_row_pass): a warp per row, as many as are resident.
   const std::int64_t warp_items =
-      std::max((L.batch + rows_per_warp - 1) / rows_per_warp, (arrival_words(L) + 1023) / 1024);
+      std::max({(L.batch + rows_per_warp - 1) / rows_per_warp, (arrival_words(L) + 1023) / 1024,
+                L.geometry.warp_row_tokens > 0 ? L.batch : std::int64_t{0}});
   RAGGED_RETURN_IF_ERROR(persistent_grid(rows_kernel, warp_items, blocks));
   // The chain's first kernel: an ordinary launch (everything before the op is complete when it starts).
   RAGGED_RETURN_IF_ERROR(

@@ -45,6 +45,9 @@ struct SegmentGeometry {
   std::int64_t chunk_tokens = 1;  // tokens per unit: phases * items_per_lane * sweeps
   std::int64_t tiny_tokens = 0;   // rows with 0 < length <= tiny_tokens are finished by the row pass
   bool subwarp_rows = false;      // ... by a sub-warp of vcols lanes per row (D > 32), not a lane per row
+  // Reductions at D = 1 (the scalar row pass): rows with tiny_tokens < length <= warp_row_tokens are finished by a
+  // warp each in the row pass (warp_row_pass); 0: none. Set by the launcher (segment_reduce.cuh launch_reduce).
+  std::int64_t warp_row_tokens = 0;
   // Softmax: a row of 2 to local_finish_chunks chunks is written in the first pass (finishes_locally), longer
   // ones by a second pass; 1 for the reductions, which have no second pass.
   std::int64_t local_finish_chunks = 1;
@@ -168,6 +171,26 @@ RAGGED_HOST_DEVICE bool is_tiny(std::int64_t length, const SegmentGeometry& g) {
   return length == 0 || length <= g.tiny_tokens;
 }
 
+// Rows of the reductions at D = 1 that a whole warp finishes in the row pass, in one pass of loads
+// (SegmentGeometry::warp_row_tokens). Why: the H200 run of 087a77a had the float sum over 65,536 rows of 0 to 512
+// tokens (uniform, D = 1) at 65.8 us and the max at 95.6 us, where the bytes at copy speed take ~17: the streams
+// that took these rows pay per row a probe of the next rows' offsets, a window over every line of their group and
+// the cursor's 64-bit bookkeeping, at 16 warps per SM (128 registers). A warp of the row pass (4 blocks per SM,
+// 64 registers) loads such a row at once, 16 tokens a lane, and adds them in the unit walk's order (lane p: tokens
+// p, p + 32, ... in order, then merge_phases' tree), so the results are the same bits.
+constexpr std::int64_t kWarpRowTokens = 512;
+// segment_reduce takes warp rows where its rows average more than this many tokens (launch_reduce).
+constexpr std::int64_t kWarpRowsMinMean = 16;
+
+RAGGED_HOST_DEVICE bool is_warp_row(std::int64_t length, const SegmentGeometry& g) {
+  return length > g.tiny_tokens && length <= g.warp_row_tokens;
+}
+
+// Whether the row pass finishes a row (empty, tiny or a warp row): it has no work in the plan.
+RAGGED_HOST_DEVICE bool finished_by_row_pass(std::int64_t length, const SegmentGeometry& g) {
+  return is_tiny(length, g) || is_warp_row(length, g);
+}
+
 // Softmax: a row too long to finish locally that one block can hold (per column tile) in shared memory. A block
 // of the second-pass kernel reads it once into shared memory, folding the statistic as it goes, and writes it
 // from there: one read and one write, where its chunks would take a first pass, a merge tree and a second read.
@@ -192,7 +215,7 @@ inline std::int64_t softmax_block_tokens(const SegmentGeometry& g, std::size_t e
 }
 
 RAGGED_HOST_DEVICE RowWork row_work(std::int64_t length, const SegmentGeometry& g) {
-  if (is_tiny(length, g)) return RowWork{};
+  if (finished_by_row_pass(length, g)) return RowWork{};
   if (is_block_row(length, g)) return RowWork{0, 0, kBlockWarps * g.tiles};
   const std::int64_t chunks = chunks_of(length, g);
   const bool second_pass = chunks > 1 && !finishes_locally(chunks, g);  // read by softmax only

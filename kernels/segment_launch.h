@@ -44,6 +44,13 @@ void set_segment_prefetch_groups(int groups);
 bool segment_scalar_rows_enabled();
 void set_segment_scalar_rows_enabled(bool enabled);
 
+// Whether segment_reduce's row pass at D = 1 (the scalar one) also finishes the rows of more than tiny_tokens and
+// at most kWarpRowTokens tokens, a warp per row (is_warp_row, segment_geometry.h); on unless the process started
+// with RAGGED_SEGMENT_WARP_ROWS=0 (those rows then take the first pass's streams). The same results either way
+// (the same order of adds); read by launch_reduce. Not thread-safe to change, as above.
+bool segment_warp_rows_enabled();
+void set_segment_warp_rows_enabled(bool enabled);
+
 // Whether segment_reduce's and segment_softmax's (forward and backward) row pass finishes the rows of at most
 // kSubwarpRowTokens tokens at D > 32 with a sub-warp per row (subwarp_rows_fit, segment_geometry.h); on unless the
 // process started with RAGGED_SEGMENT_SUBWARP_ROWS=0 (those rows then take the first pass's streams and units, as

@@ -1,6 +1,6 @@
 // The process-wide settings of the segment kernels (segment_launch.h): segment_reduce's and segment_softmax's
-// row streams, scalar and sub-warp row passes, staged merges, and segment_reduce's L2 prefetch; the kernels are in
-// segment_reduce.cuh and segment_softmax.cuh.
+// row streams, scalar and sub-warp row passes, staged merges, and segment_reduce's warp rows and L2 prefetch; the
+// kernels are in segment_reduce.cuh and segment_softmax.cuh.
 #include <algorithm>
 
 #include "segment_launch.h"
@@ -20,6 +20,14 @@ bool& segment_stream_setting() {
 // generic row pass, to compare the two on a GPU.
 bool& segment_scalar_rows_setting() {
   static bool enabled = switch_from_environment("RAGGED_SEGMENT_SCALAR_ROWS");
+  return enabled;
+}
+
+// RAGGED_SEGMENT_WARP_ROWS=0 in the environment starts a process whose D = 1 reductions leave the rows of
+// tiny_tokens + 1 to kWarpRowTokens tokens to the first pass's streams instead of a warp each in the row pass, to
+// compare the two on a GPU.
+bool& segment_warp_rows_setting() {
+  static bool enabled = switch_from_environment("RAGGED_SEGMENT_WARP_ROWS");
   return enabled;
 }
 
@@ -57,6 +65,8 @@ bool segment_stream_enabled() { return segment_stream_setting(); }
 void set_segment_stream_enabled(bool enabled) { segment_stream_setting() = enabled; }
 bool segment_scalar_rows_enabled() { return segment_scalar_rows_setting(); }
 void set_segment_scalar_rows_enabled(bool enabled) { segment_scalar_rows_setting() = enabled; }
+bool segment_warp_rows_enabled() { return segment_warp_rows_setting(); }
+void set_segment_warp_rows_enabled(bool enabled) { segment_warp_rows_setting() = enabled; }
 bool segment_subwarp_rows_enabled() { return segment_subwarp_rows_setting(); }
 void set_segment_subwarp_rows_enabled(bool enabled) { segment_subwarp_rows_setting() = enabled; }
 bool segment_staged_merges_enabled() { return segment_staged_merges_setting(); }

@@ -418,9 +418,44 @@ __global__ void __launch_bounds__(kThreads, (kSubwarpReduceBlocks<T, OffsetT>))
       });
 }
 
+// Whether the stream's window folds a row's lines at once (ExtremeAcc::add_masked: add()'s result, each lane's
+// lines of the row masked by predicates): max / min. The sum adds per line, skipping other rows' by branches.
+template <typename Acc>
+constexpr bool kGroupedStream = !std::is_same<Acc, SumAcc>::value;
+
+// A warp row (is_warp_row: D = 1, more than tiny_tokens and at most kWarpRowTokens tokens), by the whole warp:
+// lane p loads tokens p, p + 32, ... at once, adds them in that order from StreamAccOf<Acc>{} (max / min by
+// add_masked, add()'s result), then merge_phases' tree and phase 0 writes. That is reduce_unit's and
+// stream_rows' order for a one-chunk row at D = 1 (32 phases of one token), so the bits are theirs.
+template <typename T, typename OffsetT, typename Acc>
+__device__ __forceinline__ void reduce_warp_row(const SegmentReduceArgs<T, OffsetT>& a, std::int64_t b, int begin,
+                                                int length) {
+  constexpr int kHeld = static_cast<int>(kWarpRowTokens / kWarpSize);
+  const int lane = lane_id();
+  float x[kHeld];
+#pragma unroll
+  for (int k = 0; k < kHeld; ++k) {
+    const int t = k * kWarpSize + lane;
+    x[k] = t < length ? to_float(a.values[begin + t]) : 0.0f;
+  }
+  typename StreamAccOf<Acc>::type acc[1];
+  if constexpr (kGroupedStream<Acc>) {
+    // This lane's tokens below length: k < ceil((length - lane) / 32), at most kHeld.
+    const int held = length > lane ? min(kHeld, (length - lane + kWarpSize - 1) / kWarpSize) : 0;
+    acc[0].add_masked(x, low_bits(held), lane, kWarpSize);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kHeld; ++k)
+      if (k * kWarpSize + lane < length) acc[0].add(x[k], k * kWarpSize + lane);
+  }
+  merge_phases(acc, a.layout.geometry, LaneSlot{0, lane, true});
+  if (lane == 0) write_result_at(a, b, acc[0], length);
+}
+
 // The row pass at D = 1 (scalar_row_pass, segment_common.cuh): the same bits as row_pass's, a tiny row added in
-// token order from Acc{} with a 32-bit index where max / min keep one (StreamAccOf). Its own kernel, held to 4
-// blocks per SM (ptxas, sm_90: 62-64 registers, no spill; at 5 blocks 12-32 bytes of spill), where row_pass's holds 3.
+// token order from Acc{} with a 32-bit index where max / min keep one (StreamAccOf); then, where the launcher set
+// warp_row_tokens, the warp rows (warp_row_pass, reduce_warp_row). Its own kernel, held to 4 blocks per SM (ptxas,
+// sm_90: 62-64 registers, no spill; at 5 blocks 12-32 bytes of spill), where row_pass's holds 3.
 template <typename T, typename OffsetT, typename Acc>
 __global__ void __launch_bounds__(kThreads, 4)
     segment_reduce_scalar_rows_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
@@ -431,12 +466,10 @@ __global__ void __launch_bounds__(kThreads, 4)
         if (length == 0) write_result_at(a, b, Scalar{}, 0);  // empty_value, arg -1
         else reduce_tiny_row<T, OffsetT, Scalar, true>(a, b, begin, length, head);
       });
+  if (a.layout.geometry.warp_row_tokens > 0)
+    warp_row_pass(a.layout,
+                  [&](std::int64_t b, int begin, int length) { reduce_warp_row<T, OffsetT, Acc>(a, b, begin, length); });
 }
-
-// Whether the stream's window folds a row's lines at once (ExtremeAcc::add_masked: add()'s result, each lane's
-// lines of the row masked by predicates): max / min. The sum adds per line, skipping other rows' by branches.
-template <typename Acc>
-constexpr bool kGroupedStream = !std::is_same<Acc, SumAcc>::value;
 
 // The one-chunk rows of this warp's share from unit u on (c at u's row), streamed: the warp reads the flat values
 // in lines of 32 vectors (`phases` tokens), U lines at a time, and a lane adds the vector it holds to the row
@@ -583,7 +616,17 @@ __global__ void __launch_bounds__(kThreads, (kStream ? 2 : kReduceMinBlocks<T, A
 }
 
 template <typename T, typename OffsetT, typename Acc, int V>
-Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& a, cudaStream_t stream) {
+Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t stream) {
+  SegmentReduceArgs<T, OffsetT> a = args;
+  // Warp rows where the scalar row pass runs (D = 1, 32-bit indices), for both launches: the row pass finishes
+  // them, and the plan it writes has no work for them. Not where rows average kWarpRowsMinMean tokens or fewer:
+  // the warp rows' pass reads the offsets again (4 or 8 bytes a row), which in the many-tiny-rows regime (rows of
+  // 0 to 4 tokens at D = 1: 8 bytes of floats a row on average, 4 of offsets, 4 of output) would add a quarter to
+  // the bytes moved, for rows none of which is a warp row. The results are the same bits either way, so a choice
+  // from the batch's mean leaves them batch-invariant.
+  const bool warp_rows = takes_scalar_rows(a.layout) && segment_warp_rows_enabled() &&
+                         a.layout.nnz > kWarpRowsMinMean * a.layout.batch;
+  if (warp_rows) a.layout.geometry.warp_row_tokens = kWarpRowTokens;
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   // D = 1 with 32-bit indices: the scalar row pass (segment_reduce_scalar_rows_kernel), the same results. Short

@@ -49,7 +49,7 @@
 #   RAGGED_BENCH_TIMEOUT       seconds per benchmark suite (default: 150)
 #   RAGGED_BENCH_ARGS          extra arguments for ragged_bench (e.g. --benchmark_filter=/tile:)
 #   RAGGED_BENCH_AB            library switches to A/B in the same run, NAME=VALUE words (default:
-#                              "RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
+#                              "RAGGED_SEGMENT_WARP_ROWS=0 RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
 #                              RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0
 #                              RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0",
 #                              newest first; "none"
@@ -105,14 +105,15 @@ done
 bench_suites=${RAGGED_BENCH_SUITES:-convert_gpu segment_gpu attention_gpu rnn_gpu planner convert_cpu}
 deadline=${RAGGED_DEADLINE:-560}
 # Newest first: a run that reaches its deadline drops the last ones.
-default_ab="RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0 RAGGED_SEGMENT_SCALAR_ROWS=0
-RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0"
+default_ab="RAGGED_SEGMENT_WARP_ROWS=0 RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
+RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0
+RAGGED_SEGMENT_PREFETCH=0"
 bench_ab=${RAGGED_BENCH_AB:-$default_ab}
 if [ "$bench_ab" = none ]; then bench_ab=""; fi
 bench_ab_suites=${RAGGED_BENCH_AB_SUITES:-segment_gpu}
 # ab_filter SETTING: the --benchmark_filter of SETTING's A/B run (empty: every benchmark). By default the segment
 # suite's ragged rows SETTING can move (bench_segment.cu's names): the sub-warp row pass runs at D = 64 to 256
-# only, the scalar row pass at D = 1 only (device_reduce's rows are D = 1), block rows in the softmax only, staged
+# only, the scalar row pass at D = 1 only, the warp rows in the forward reductions at D = 1 only (device_reduce's rows are D = 1), block rows in the softmax only, staged
 # merges where D has 16-byte vectors (the suite's D = 64 and 1024).
 ab_filter() {
   if [[ " ${RAGGED_BENCH_ARGS:-} " == *" --benchmark_filter"* ]]; then return; fi
@@ -123,6 +124,7 @@ ab_filter() {
   case "$1" in
     RAGGED_SEGMENT_SUBWARP_ROWS=*) echo '/ragged/.*/inner:(64|128|256)/' ;;
     RAGGED_SEGMENT_SCALAR_ROWS=*) echo '^device_reduce/ragged/|/ragged/.*/inner:1/' ;;
+    RAGGED_SEGMENT_WARP_ROWS=*) echo '^segment_(sum|mean|max|min|argmax|argmin)/ragged/.*/inner:1/' ;;
     RAGGED_SEGMENT_BLOCK_ROWS=*) echo '^segment_(log_)?softmax(_backward)?/ragged/' ;;
     RAGGED_SEGMENT_STAGED_MERGES=*) echo '/ragged/.*/inner:(64|1024)/' ;;
     *) echo '/ragged/' ;;

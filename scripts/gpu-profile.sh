@@ -44,8 +44,11 @@ cases=(
   # DRAM throughput of that launch; with RAGGED_SEGMENT_SUBWARP_ROWS=0 both ops stream them in the first pass
   # instead (a warp per row), and RAGGED_SEGMENT_STREAM=0 on top walks them as units.
   "sum_tiny_d64;segment_gpu;segment_sum/ragged/uniform/inner:64/batch:131072/mean:2/manual_time;regex:segment_reduce;4;2"
-  # D = 1, rows of ~256 floats: a unit per row in the first run (max at 0.54x CUB), now streamed too.
+  # D = 1, rows of ~256 floats: a unit per row in the first run (max at 0.54x CUB), then streamed, since
+  # 2026-12-01 a warp each in the row pass (the unit kernel then finds no units); and the warp-per-row floor's one
+  # kernel on the same rows (bench/warp_row_floor.h).
   "max_uniform_d1;segment_gpu;segment_max/ragged/uniform/inner:1/batch:65536/mean:256/manual_time;regex:segment_reduce;4;2"
+  "max_uniform_d1_floor;segment_gpu;segment_max/floor/uniform/inner:1/batch:65536/mean:256/kind:warp/manual_time;regex:warp_max_floor;2;1"
   "softmax_tiny_d64;segment_gpu;segment_softmax/ragged/uniform/inner:64/batch:131072/mean:2/manual_time;regex:segment_softmax;6;3"
   # One row of 16M floats at D = 64: 2048 (sum) or 16K (softmax) chunk partials per column, merged by the
   # row's merge tree inside the first-pass kernel; its tail (the last merges after the last chunk) is the time

@@ -282,27 +282,45 @@ def segment_section(report, runs):
     subwarp_floors(report, runs)
 
 
-def subwarp_floors(report, runs):
-    """The sub-warp row floors (`<op>/floor/<case>/kind:subwarp`, bench/subwarp_row_floor.h) next to ragged's
-    time on the same case; the softmax rows by their drained time, as the softmax target is judged."""
+def floor_rows(runs, kind):
+    """The `<op>/floor/<case>/kind:<kind>` runs next to ragged's time on the same case; the softmax rows by their
+    drained time, as the softmax target is judged."""
     rows = []
     for name, run in sorted(runs.items(), key=lambda item: natural_key(item[0])):
         op, impl, case = split(name)
-        if not op.startswith("segment_") or impl != "floor" or field(case, "kind") != "subwarp":
+        if not op.startswith("segment_") or impl != "floor" or field(case, "kind") != kind:
             continue
-        ragged = runs.get(f"{op}/ragged/{case.replace('/kind:subwarp', '')}")
+        ragged = runs.get(f"{op}/ragged/{case.replace('/kind:' + kind, '')}")
         floor_us = run.get("drained_us") or run["seconds"] * 1e6
         ragged_us = (ragged.get("drained_us") or ragged["seconds"] * 1e6) if ragged else None
         frac = drained_copy_frac(run) or run.get("copy_frac")
-        rows.append([op, field(case, "inner"), field(case, "dtype") or "f32", fmt(ragged_us), fmt(floor_us),
-                     fmt(frac), fmt(ragged_us / floor_us) if ragged_us and floor_us > 0 else "-"])
-    if not rows:
-        return
-    report.add("Sub-warp row floor (tiny rows, 0 to 4 tokens): one kernel that gives each row D / V lanes, one vector "
-               "column each, and does nothing else (bench/subwarp_row_floor.h): the floor of ragged's sub-warp row "
-               "pass on these rows, without its plan and first-pass launch. Softmax by drained time and copy_frac.")
-    report.add()
-    report.table(["op", "D", "dtype", "ragged us", "floor us", "floor copy_frac", "ragged / floor time"], rows)
+        rows.append([op, case.split("/")[0], field(case, "inner"), field(case, "dtype") or "f32", fmt(ragged_us),
+                     fmt(floor_us), fmt(frac), fmt(ragged_us / floor_us) if ragged_us and floor_us > 0 else "-"])
+    return rows
+
+
+FLOOR_COLUMNS = ["op", "regime", "D", "dtype", "ragged us", "floor us", "floor copy_frac", "ragged / floor time"]
+
+
+def subwarp_floors(report, runs):
+    """The sub-warp row floors (bench/subwarp_row_floor.h) and the warp row floors (bench/warp_row_floor.h)."""
+    rows = floor_rows(runs, "subwarp")
+    if rows:
+        report.add("Sub-warp row floor (tiny rows, 0 to 4 tokens): one kernel that gives each row D / V lanes, one "
+                   "vector column each, and does nothing else (bench/subwarp_row_floor.h): the floor of ragged's "
+                   "sub-warp row pass on these rows, without its plan and first-pass launch. Softmax by drained time "
+                   "and copy_frac.")
+        report.add()
+        report.table(FLOOR_COLUMNS, rows)
+    rows = floor_rows(runs, "warp")
+    if rows:
+        report.add("Warp row floor (D = 1, rows of a few hundred tokens): one kernel that gives each row a warp and "
+                   "does nothing else, no load balancing (bench/warp_row_floor.h): the plain CSR design ragged's row "
+                   "streams are meant to beat. Above 1 in the last column, the plain design is faster. A power-law "
+                   "row of tens of thousands of tokens is one warp's serial walk there. Softmax by drained time and "
+                   "copy_frac.")
+        report.add()
+        report.table(FLOOR_COLUMNS, rows)
 
 
 def cut_short(torch_report):

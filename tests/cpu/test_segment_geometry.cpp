@@ -16,13 +16,17 @@
 
 using ragged::detail::chunks_of;
 using ragged::detail::climb_merge_tree;
+using ragged::detail::finished_by_row_pass;
 using ragged::detail::finishes_locally;
 using ragged::detail::is_block_row;
 using ragged::detail::is_tiny;
+using ragged::detail::is_warp_row;
 using ragged::detail::kBlockWarps;
 using ragged::detail::kLocalFinishChunks;
 using ragged::detail::kMergeFanIn;
 using ragged::detail::kRowsPerGroup;
+using ragged::detail::kWarpRowTokens;
+using ragged::detail::kWarpSize;
 using ragged::detail::make_segment_geometry;
 using ragged::detail::max_partial_chunks;
 using ragged::detail::row_groups;
@@ -61,6 +65,19 @@ std::vector<SegmentGeometry> with_block_rows(std::vector<SegmentGeometry> gs) {
     if (gs[i].local_finish_chunks == 1) continue;  // a reduction
     SegmentGeometry g = gs[i];
     g.block_tokens = 20 * g.chunk_tokens;
+    gs.push_back(g);
+  }
+  return gs;
+}
+
+// The geometries, and the D = 1 reductions' again with warp rows (segment_reduce's launcher sets warp_row_tokens
+// where the scalar row pass runs).
+std::vector<SegmentGeometry> with_warp_rows(std::vector<SegmentGeometry> gs) {
+  const std::size_t count = gs.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    if (gs[i].local_finish_chunks != 1 || gs[i].inner != 1) continue;  // not a reduction at D = 1
+    SegmentGeometry g = gs[i];
+    g.warp_row_tokens = kWarpRowTokens;
     gs.push_back(g);
   }
   return gs;
@@ -132,18 +149,18 @@ TEST_CASE("segment geometry: which shapes take the sub-warp row pass", "[segment
 TEST_CASE("segment row work: what each row contributes to the plan", "[segment][geometry]") {
   auto rng = ragged::test::make_rng(311);
   for (std::int64_t inner : {1, 3, 64, 1000}) {
-    for (const SegmentGeometry& g : with_block_rows(all_geometries(inner))) {
+    for (const SegmentGeometry& g : with_warp_rows(with_block_rows(all_geometries(inner)))) {
       const std::vector<std::int64_t> lengths = random_lengths(rng, g.chunk_tokens);
       RowWork total;
       std::int64_t nnz = 0;
       for (const std::int64_t length : lengths) {
         INFO("D = " << inner << ", vec = " << g.vec << ", chunk_tokens = " << g.chunk_tokens << ", length = "
-                    << length << ", block_tokens = " << g.block_tokens);
+                    << length << ", block_tokens = " << g.block_tokens << ", warp_row_tokens = " << g.warp_row_tokens);
         const RowWork w = row_work(length, g);
         REQUIRE(w.second_units % kBlockWarps == 0);  // whole blocks' worth of second-pass slots
         nnz += length;
         total = total + w;
-        if (is_tiny(length, g)) {  // finished by the row pass: no work in the plan
+        if (finished_by_row_pass(length, g)) {  // tiny or a warp row: no work in the plan
           REQUIRE(w.units == 0);
           REQUIRE(w.partials == 0);
           REQUIRE(w.second_units == 0);
@@ -176,6 +193,32 @@ TEST_CASE("segment row work: what each row contributes to the plan", "[segment][
       // The launchers size their grids from these host-side bounds on the units.
       const std::int64_t rows = static_cast<std::int64_t>(lengths.size());
       REQUIRE(total.units <= (nnz / g.chunk_tokens + std::min(rows, nnz)) * g.tiles);
+    }
+  }
+}
+
+TEST_CASE("segment warp rows: the D = 1 reductions' rows past tiny, up to one pass of a warp", "[segment][geometry]") {
+  // reduce_warp_row holds a row in one pass of kWarpRowTokens / 32 tokens a lane and adds them in the unit walk's
+  // order, which is a one-chunk row's: so a warp row must be one pass, and one chunk, long at most.
+  STATIC_REQUIRE(kWarpRowTokens % kWarpSize == 0);
+  for (const SegmentGeometry& base : all_geometries(1)) {
+    if (base.local_finish_chunks != 1) continue;  // softmax: no warp rows
+    SegmentGeometry g = base;
+    g.warp_row_tokens = kWarpRowTokens;
+    INFO("vec = " << g.vec << ", chunk_tokens = " << g.chunk_tokens << ", tiny_tokens = " << g.tiny_tokens);
+    REQUIRE(g.tiny_tokens == kWarpSize);
+    REQUIRE(kWarpRowTokens <= g.chunk_tokens);
+    for (std::int64_t length = 0; length <= 2 * kWarpRowTokens + 1; ++length) {
+      INFO("length " << length);
+      const bool warp_row = length > kWarpSize && length <= kWarpRowTokens;
+      REQUIRE(is_warp_row(length, g) == warp_row);
+      REQUIRE_FALSE(is_warp_row(length, base));  // none unless the launcher sets them
+      REQUIRE(finished_by_row_pass(length, g) == (length <= kWarpRowTokens));
+      REQUIRE(finished_by_row_pass(length, base) == (length <= kWarpSize));
+      // A row past them has the work it has without warp rows.
+      const RowWork w = row_work(length, g), without = row_work(length, base);
+      REQUIRE(w.units == (length <= kWarpRowTokens ? 0 : without.units));
+      REQUIRE(w.partials == (length <= kWarpRowTokens ? 0 : without.partials));
     }
   }
 }

@@ -287,6 +287,9 @@ using RestorePrefetch = RestoreSetting<int, detail::segment_prefetch_groups, det
 // segment_reduce's and segment_softmax's scalar row pass at D = 1.
 using RestoreScalarRows =
     RestoreSetting<bool, detail::segment_scalar_rows_enabled, detail::set_segment_scalar_rows_enabled>;
+// segment_reduce's warp rows at D = 1.
+using RestoreWarpRows =
+    RestoreSetting<bool, detail::segment_warp_rows_enabled, detail::set_segment_warp_rows_enabled>;
 // The sub-warp row pass of short rows at D > 32.
 using RestoreSubwarpRows =
     RestoreSetting<bool, detail::segment_subwarp_rows_enabled, detail::set_segment_subwarp_rows_enabled>;

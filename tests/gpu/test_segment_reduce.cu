@@ -3,12 +3,13 @@
 // power-law lengths and one row holding ~all of 1M+ elements; rows whose partials take merge trees of one to
 // three levels; NaN, infinities, ties and signed zeros; bitwise determinism and batch invariance; streamed rows
 // against the unit walk, bitwise; the sub-warp row pass of short rows at D > 32 against the first pass (max / min
-// bitwise); capture in a CUDA graph; a short workspace and malformed offsets (the other
+// bitwise); the warp rows at D = 1 against the streams, bitwise; capture in a CUDA graph; a short workspace and malformed offsets (the other
 // argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "../../kernels/segment_launch.h"
 #include "gpu/dependent_launch.h"
@@ -252,8 +253,9 @@ TEMPLATE_TEST_CASE("segment_reduce is deterministic and batch-invariant", "[segm
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(403);
   // Long rows (> 100k elements) so the multi-chunk path runs, and one-chunk rows, which the kernel streams
-  // (stream_rows): embed_row starts the row at an odd token in one batch and an even one in the other, so the
-  // stream's lanes hold its token phases rotated differently.
+  // (stream_rows) or, at D = 1 and up to 512 tokens, finishes a warp each in the row pass (where the batch's rows
+  // average more than 16 tokens): embed_row starts the row at an odd token in one batch and an even one in the
+  // other, so the stream's lanes hold its token phases rotated differently.
   const std::pair<std::int64_t, std::int64_t> cases[] = {{1, 300007}, {64, 5003}, {1, 257}, {1, 33}, {64, 77}};
   for (const auto& [inner, length] : cases) {
     const std::vector<T> row = test::random_values<T>(length * inner, rng);
@@ -275,6 +277,42 @@ TEMPLATE_TEST_CASE("segment_reduce is deterministic and batch-invariant", "[segm
   }
 }
 
+namespace {
+
+// Each length set at D = `inner`, with random values and with values from {NaN, -inf, -1, -0, 0, 1, inf}, and each
+// op: set(true), then set(false), on the same input, must give the same bits and args. The special values are
+// ties, signed zeros, NaN and both infinities: where max / min's grouped fold takes its other paths (the first
+// index of a tie; a NaN, or +inf with -inf, sending a group through add()). Max / min only on them: a sum's merges
+// may swap their operands, which a GPU's add does not show (every NaN it makes is the canonical one) but the
+// emulator's x86 add does (it keeps the first operand's NaN, sign included).
+template <typename T, typename OffsetT, typename Set>
+void require_setting_keeps_bits(const std::vector<LengthSet>& sets, std::int64_t inner, std::mt19937_64& rng,
+                                Set set_enabled) {
+  const double special_values[] = {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity(),
+                                   -1.0, -0.0, 0.0, 1.0, std::numeric_limits<double>::infinity()};
+  std::discrete_distribution<int> pick_special({1, 2, 8, 8, 8, 8, 2});
+  for (const LengthSet& set : sets) {
+    for (bool ties : {false, true}) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner
+                       << (ties ? ", values from {NaN, -inf, -1, -0, 0, 1, inf}" : ", random values"));
+      auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
+      if (ties)
+        for (T& v : host.values) v = test::round_to<T>(special_values[pick_special(rng)]);
+      const DeviceRagged<T, OffsetT> dev(host);
+      for (ReduceOp op : kAllOps) {
+        if (ties && !is_extreme(op)) continue;
+        INFO("op " << reduce_op_name(op));
+        set_enabled(true);
+        const ReduceOutput<T> on = device_reduce(dev, op, is_extreme(op), -1.5f);
+        set_enabled(false);
+        require_same_bits(on, device_reduce(dev, op, is_extreme(op), -1.5f));
+      }
+    }
+  }
+}
+
+}  // namespace
+
 TEMPLATE_TEST_CASE("segment_reduce: streamed rows give the unit walk's bits", "[segment][gpu][determinism]",
                    F32_I32, F16_I64, BF16_I32) {
   // At narrow D where 32 vectors are whole tokens the kernel streams one-chunk rows (stream_rows) instead of
@@ -283,41 +321,16 @@ TEMPLATE_TEST_CASE("segment_reduce: streamed rows give the unit walk's bits", "[
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(419);
   const RestoreStreaming restore;
-  // Short rows at D = 64 take the sub-warp row pass by default, neither the stream nor the walk: off here, so
-  // that the stream is compared with the walk on them too.
+  // Short rows at D = 64 take the sub-warp row pass by default, and rows of 33 to 512 tokens at D = 1 the warp
+  // rows, neither the stream nor the walk: both off here, so that the stream is compared with the walk on them too.
   const RestoreSubwarpRows restore_subwarp;
+  const RestoreWarpRows restore_warp_rows;
   detail::set_segment_subwarp_rows_enabled(false);
-  const double special_values[] = {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity(),
-                                   -1.0, -0.0, 0.0, 1.0, std::numeric_limits<double>::infinity()};
-  std::discrete_distribution<int> pick_special({1, 2, 8, 8, 8, 8, 2});
+  detail::set_segment_warp_rows_enabled(false);
   for (std::int64_t inner : {1, 2, 8, 64}) {
     const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
     REQUIRE(detail::streams_rows(detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec)));
-    for (const LengthSet& set : length_sets(rng, inner)) {
-      for (bool ties : {false, true}) {
-        INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner
-                         << (ties ? ", values from {NaN, -inf, -1, -0, 0, 1, inf}" : ", random values"));
-        auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
-        // Ties, signed zeros, NaN and both infinities: where max / min's grouped fold takes its other paths (the
-        // first index of a tie; a NaN, or +inf with -inf, sending a group through add()). Max / min only: a
-        // sum's merges may swap their operands, which a GPU's add does not show (every NaN it makes is the
-        // canonical one) but the emulator's x86 add does (it keeps the first operand's NaN, sign included).
-        if (ties)
-          for (T& v : host.values) v = test::round_to<T>(special_values[pick_special(rng)]);
-        const DeviceRagged<T, OffsetT> dev(host);
-        for (ReduceOp op : kAllOps) {
-          if (ties && !is_extreme(op)) continue;
-          INFO("op " << reduce_op_name(op));
-          const bool with_arg = is_extreme(op);
-          detail::set_segment_stream_enabled(true);
-          const ReduceOutput<T> streamed = device_reduce(dev, op, with_arg, -1.5f);
-          detail::set_segment_stream_enabled(false);
-          const ReduceOutput<T> walked = device_reduce(dev, op, with_arg, -1.5f);
-          REQUIRE_BITWISE_EQUAL(streamed.out, walked.out);
-          REQUIRE(streamed.arg == walked.arg);
-        }
-      }
-    }
+    require_setting_keeps_bits<T, OffsetT>(length_sets(rng, inner), inner, rng, detail::set_segment_stream_enabled);
   }
 }
 
@@ -364,37 +377,61 @@ TEMPLATE_TEST_CASE("segment_reduce: the sub-warp row pass gives the first pass's
   }
 }
 
+namespace {
+
+// Lengths around the warp rows' bounds at D = 1 (tiny_tokens = 32 < length <= kWarpRowTokens = 512, one pass of 16
+// tokens a lane), each a few times in random order among uniform 0..600 rows; `rows` rows in all.
+std::vector<std::int64_t> warp_row_lengths(std::mt19937_64& rng, std::int64_t rows) {
+  std::vector<std::int64_t> lengths;
+  for (int copy = 0; copy < 3; ++copy)
+    for (std::int64_t length : {0, 1, 31, 32, 33, 34, 63, 64, 65, 100, 255, 256, 257, 480, 481, 500, 511, 512, 513,
+                                544, 1024, 8192, 8193})
+      lengths.push_back(length);
+  std::uniform_int_distribution<std::int64_t> uniform(0, 600);
+  while (static_cast<std::int64_t>(lengths.size()) < rows) lengths.push_back(uniform(rng));
+  std::shuffle(lengths.begin(), lengths.end(), rng);
+  return lengths;
+}
+
+}  // namespace
+
 TEMPLATE_TEST_CASE("segment_reduce: the scalar row pass gives row_pass's bits", "[segment][gpu][determinism]",
                    F32_I32, F16_I32, BF16_I64) {
-  // At D = 1 the row pass is segment_reduce_scalar_rows_kernel (32-bit indices, a lane per tiny or empty row)
-  // instead of row_pass; it adds a tiny row's tokens in the same order, so every op must agree bitwise, the rows
-  // it hands to the unit kernel included (its group sums are that kernel's plan). Ties, signed zeros, NaN and both
-  // infinities as in the stream test, for max / min's first index.
+  // At D = 1 the row pass is segment_reduce_scalar_rows_kernel (32-bit indices, a lane per tiny or empty row, and
+  // where rows average more than 16 tokens a warp per row of 33 to 512) instead of row_pass; it adds a tiny row's
+  // tokens in the same order, and a warp row's in the streams', so every op must agree bitwise, the rows it hands
+  // to the unit kernel included (its group sums are that kernel's plan).
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(977);
   const RestoreScalarRows restore;
-  const double special_values[] = {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity(),
-                                   -1.0, -0.0, 0.0, 1.0, std::numeric_limits<double>::infinity()};
-  std::discrete_distribution<int> pick_special({1, 2, 8, 8, 8, 8, 2});
-  for (const LengthSet& set : length_sets(rng, 1)) {
-    for (bool ties : {false, true}) {
-      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << ")"
-                       << (ties ? ", values from {NaN, -inf, -1, -0, 0, 1, inf}" : ", random values"));
-      auto host = test::random_ragged<T, OffsetT>(set.lengths, 1, rng);
-      if (ties)
-        for (T& v : host.values) v = test::round_to<T>(special_values[pick_special(rng)]);
-      const DeviceRagged<T, OffsetT> dev(host);
-      for (ReduceOp op : kAllOps) {
-        if (ties && !is_extreme(op)) continue;  // a sum's NaN bits: see the stream test
-        INFO("op " << reduce_op_name(op));
-        detail::set_segment_scalar_rows_enabled(true);
-        const ReduceOutput<T> scalar = device_reduce(dev, op, is_extreme(op), -1.5f);
-        detail::set_segment_scalar_rows_enabled(false);
-        require_same_bits(scalar, device_reduce(dev, op, is_extreme(op), -1.5f));
-      }
-    }
+  require_setting_keeps_bits<T, OffsetT>(length_sets(rng, 1), 1, rng, detail::set_segment_scalar_rows_enabled);
+}
+
+TEMPLATE_TEST_CASE("segment_reduce: warp rows give the streams' bits", "[segment][gpu][determinism]", F32_I32,
+                   F16_I32, BF16_I64) {
+  // At D = 1 the row pass also finishes the rows of 33 to 512 tokens, a warp each (warp_row_pass, reduce_warp_row),
+  // which the first pass's streams took before; it adds each lane's tokens in the streams' order and merges the
+  // lanes by the same tree, so every op must agree bitwise, args included. (The scalar row pass test compares the
+  // warp rows with row_pass and the streams on every length set.) The last set has more rows than the row pass
+  // has warps times 32 on the emulator's 8 SMs (4096), so that a warp's share takes several windows of 32 rows.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(983);
+  const RestoreWarpRows restore;
+  std::vector<LengthSet> sets = {{"around the warp rows' bounds", warp_row_lengths(rng, 3000)}};
+  std::vector<std::int64_t> many(test::scaled(20000, 2000), 0);
+  std::uniform_int_distribution<std::int64_t> short_length(0, 40);  // rows of 33 .. 40: warp rows
+  for (auto& length : many) length = short_length(rng);
+  sets.push_back({"many rows, few of them warp rows", many});
+  for (const LengthSet& set : sets) {  // the launcher takes warp rows where rows average more than this
+    const std::int64_t nnz = std::accumulate(set.lengths.begin(), set.lengths.end(), std::int64_t{0});
+    REQUIRE(nnz > detail::kWarpRowsMinMean * static_cast<std::int64_t>(set.lengths.size()));
   }
+  require_setting_keeps_bits<T, OffsetT>(sets, 1, rng, detail::set_segment_warp_rows_enabled);
+  // And against the CPU reference, every op and its backward, on the bounds' lengths.
+  detail::set_segment_warp_rows_enabled(true);
+  check_all_ops(test::random_ragged<T, OffsetT>(warp_row_lengths(rng, 1000), 1, rng), -1.5f, rng);
 }
 
 TEMPLATE_TEST_CASE("segment_reduce: every L2 prefetch distance gives the same bits", "[segment][gpu][determinism]",
