@@ -333,9 +333,10 @@ __device__ __forceinline__ StreamRow begin_stream(UnitCursor& c, RowWork& entry)
   return r;
 }
 
-// The first row after `after` with units (not finished by the row pass: empty, tiny or a warp row), probed 32 rows per memory round trip (a lane
-// per row) where step_cursor reads a row at a time: in the power-law regime tiny rows lie between the streamed
-// ones. False if none lies within 128 rows (the caller looks it up). Called by the whole warp.
+// The first row after `after` with units (not finished by the row pass: empty, tiny or a warp row), probed 32
+// rows per memory round trip (a lane per row) where step_cursor reads a row at a time: in the power-law regime
+// tiny rows lie between the streamed ones. False if none lies within 128 rows (the caller looks it up). Called by
+// the whole warp.
 template <typename OffsetT>
 __device__ __forceinline__ bool next_row_with_units(const SegmentLayout<OffsetT>& L, std::int64_t after,
                                                     StreamRow& next) {

@@ -467,8 +467,9 @@ __global__ void __launch_bounds__(kThreads, 4)
         else reduce_tiny_row<T, OffsetT, Scalar, true>(a, b, begin, length, head);
       });
   if (a.layout.geometry.warp_row_tokens > 0)
-    warp_row_pass(a.layout,
-                  [&](std::int64_t b, int begin, int length) { reduce_warp_row<T, OffsetT, Acc>(a, b, begin, length); });
+    warp_row_pass(a.layout, [&](std::int64_t b, int begin, int length) {
+      reduce_warp_row<T, OffsetT, Acc>(a, b, begin, length);
+    });
 }
 
 // The one-chunk rows of this warp's share from unit u on (c at u's row), streamed: the warp reads the flat values
@@ -624,9 +625,9 @@ Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t str
   // 0 to 4 tokens at D = 1: 8 bytes of floats a row on average, 4 of offsets, 4 of output) would add a quarter to
   // the bytes moved, for rows none of which is a warp row. The results are the same bits either way, so a choice
   // from the batch's mean leaves them batch-invariant.
-  const bool warp_rows = takes_scalar_rows(a.layout) && segment_warp_rows_enabled() &&
-                         a.layout.nnz > kWarpRowsMinMean * a.layout.batch;
-  if (warp_rows) a.layout.geometry.warp_row_tokens = kWarpRowTokens;
+  const bool scalar_rows = takes_scalar_rows(a.layout);  // read once: the warp rows need this row pass
+  if (scalar_rows && segment_warp_rows_enabled() && a.layout.nnz > kWarpRowsMinMean * a.layout.batch)
+    a.layout.geometry.warp_row_tokens = kWarpRowTokens;
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   // D = 1 with 32-bit indices: the scalar row pass (segment_reduce_scalar_rows_kernel), the same results. Short
@@ -638,7 +639,7 @@ Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t str
     else
       return fail(Status::kInvalidArgument, "segment_reduce: sub-warp rows without 16-byte vectors");
   } else {
-    RAGGED_RETURN_IF_ERROR(takes_scalar_rows(L)
+    RAGGED_RETURN_IF_ERROR(scalar_rows
                                ? build_plan(&segment_reduce_scalar_rows_kernel<T, OffsetT, Acc>, a, L,
                                             "segment_reduce_scalar_rows_kernel", stream)
                                : build_plan(&segment_reduce_rows_kernel<T, OffsetT, Acc>, a, L,

@@ -113,8 +113,9 @@ if [ "$bench_ab" = none ]; then bench_ab=""; fi
 bench_ab_suites=${RAGGED_BENCH_AB_SUITES:-segment_gpu}
 # ab_filter SETTING: the --benchmark_filter of SETTING's A/B run (empty: every benchmark). By default the segment
 # suite's ragged rows SETTING can move (bench_segment.cu's names): the sub-warp row pass runs at D = 64 to 256
-# only, the scalar row pass at D = 1 only, the warp rows in the forward reductions at D = 1 only (device_reduce's rows are D = 1), block rows in the softmax only, staged
-# merges where D has 16-byte vectors (the suite's D = 64 and 1024).
+# only, the scalar row pass at D = 1 only (device_reduce's rows are D = 1), the warp rows in the forward
+# reductions at D = 1 only, block rows in the softmax only, staged merges where D has 16-byte vectors (the suite's
+# D = 64 and 1024).
 ab_filter() {
   if [[ " ${RAGGED_BENCH_ARGS:-} " == *" --benchmark_filter"* ]]; then return; fi
   if [ -n "${RAGGED_BENCH_AB_FILTER:-}" ]; then

@@ -124,6 +124,11 @@ std::vector<MalformedOffsets<OffsetT>> malformed_offsets_cases() {
       {"offsets[0] != 0", {7, 2, 2, 30, 19, 25, 40}, 20},
       {"type extremes", {0, kMax, kMin, kMax, 0, 20, kMin}, 20},
   };
+  // Rows of a few hundred tokens, overlapping, one from a negative offset, one to past nnz: the reductions' warp
+  // rows at D = 1 (33 to 512 tokens, taken where rows average more than 16 tokens: 2000 > 16 x 10).
+  cases.push_back({"overlapping rows of a few hundred tokens",
+                   {0, 300, -50, 400, 700, 5000, 1000, 1900, 2000, 1700, 1950},
+                   2000});
   // Long rows (tens of chunks) and rows of a few chunks, which softmax finishes locally from its partials.
   for (std::int64_t nnz : {40000, 4096}) {
     MalformedOffsets<OffsetT> overlap{nnz == 40000 ? "overlapping long rows" : "overlapping rows of a few chunks", {},

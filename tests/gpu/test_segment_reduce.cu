@@ -3,8 +3,8 @@
 // power-law lengths and one row holding ~all of 1M+ elements; rows whose partials take merge trees of one to
 // three levels; NaN, infinities, ties and signed zeros; bitwise determinism and batch invariance; streamed rows
 // against the unit walk, bitwise; the sub-warp row pass of short rows at D > 32 against the first pass (max / min
-// bitwise); the warp rows at D = 1 against the streams, bitwise; capture in a CUDA graph; a short workspace and malformed offsets (the other
-// argument errors: tests/cpu/test_argument_checks.cpp).
+// bitwise); the warp rows at D = 1 against the streams, bitwise; capture in a CUDA graph; a short workspace and
+// malformed offsets (the other argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -413,8 +413,9 @@ TEMPLATE_TEST_CASE("segment_reduce: warp rows give the streams' bits", "[segment
   // At D = 1 the row pass also finishes the rows of 33 to 512 tokens, a warp each (warp_row_pass, reduce_warp_row),
   // which the first pass's streams took before; it adds each lane's tokens in the streams' order and merges the
   // lanes by the same tree, so every op must agree bitwise, args included. (The scalar row pass test compares the
-  // warp rows with row_pass and the streams on every length set.) The last set has more rows than the row pass
-  // has warps times 32 on the emulator's 8 SMs (4096), so that a warp's share takes several windows of 32 rows.
+  // warp rows with row_pass and the streams on the length sets whose rows average more than 16 tokens.) The last
+  // set has more rows than the row pass has warps times 32 on the emulator's 8 SMs (4096), so that a warp's share
+  // takes several windows of 32 rows.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(983);
