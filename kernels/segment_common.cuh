@@ -594,7 +594,7 @@ __device__ __forceinline__ void scalar_row_pass(const SegmentLayout<OffsetT>& L,
   }
 }
 
-// The warp rows of the batch (is_warp_row: reductions at D = 1, where the scalar row pass runs, so every element
+// The warp rows of the batch (is_warp_row: at D = 1, where the scalar row pass runs, so every element
 // index fits 32 bits), after the row pass proper: each warp takes a contiguous share of the rows
 // (warp_share_begin), reads their ranges 32 at a time (a lane per row) and finishes each warp row among them with
 // finish(b, begin, length), called by the whole warp. The plan has no work for these rows (row_work). A share
@@ -1062,6 +1062,21 @@ inline Status launch_following(void (*kernel)(Args), unsigned blocks, std::size_
 template <typename OffsetT>
 inline bool takes_scalar_rows(const SegmentLayout<OffsetT>& L) {
   return L.geometry.inner == 1 && L.nnz <= std::numeric_limits<std::int32_t>::max() && segment_scalar_rows_enabled();
+}
+
+// Sets the warp rows (SegmentGeometry::warp_row_tokens = kWarpRowTokens) in L's geometry, for both launches of a
+// segment op, where its scalar row pass runs (scalar_rows: takes_scalar_rows, read once by the caller), they are
+// not turned off (segment_warp_rows_enabled), they fit one chunk (so that the op's streams and units would give
+// them one statistic of 32 phases, whose order the warp keeps), and the rows average more than kWarpRowsMinMean
+// tokens. Why the mean: the warp rows' pass reads the offsets again (4 or 8 bytes a row), which in the
+// many-tiny-rows regime (rows of 0 to 4 tokens at D = 1: 8 bytes of floats a row on average, 4 of offsets, 4 of
+// output) would add a quarter to the bytes moved, for rows none of which is a warp row. The results are the same
+// bits either way, so a choice from the batch's mean leaves them batch-invariant.
+template <typename OffsetT>
+inline void take_warp_rows(SegmentLayout<OffsetT>& L, bool scalar_rows) {
+  if (scalar_rows && segment_warp_rows_enabled() && kWarpRowTokens <= L.geometry.chunk_tokens &&
+      L.nnz > kWarpRowsMinMean * L.batch)
+    L.geometry.warp_row_tokens = kWarpRowTokens;
 }
 
 // The first launches of every segment op: its row pass (`rows_kernel`, a kernel calling row_pass, which

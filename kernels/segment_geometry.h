@@ -45,8 +45,8 @@ struct SegmentGeometry {
   std::int64_t chunk_tokens = 1;  // tokens per unit: phases * items_per_lane * sweeps
   std::int64_t tiny_tokens = 0;   // rows with 0 < length <= tiny_tokens are finished by the row pass
   bool subwarp_rows = false;      // ... by a sub-warp of vcols lanes per row (D > 32), not a lane per row
-  // Reductions at D = 1 (the scalar row pass): rows with tiny_tokens < length <= warp_row_tokens are finished by a
-  // warp each in the row pass (warp_row_pass); 0: none. Set by the launcher (segment_reduce.cuh launch_reduce).
+  // At D = 1 (the scalar row pass): rows with tiny_tokens < length <= warp_row_tokens are finished by a warp each
+  // in the row pass (warp_row_pass); 0: none. Set by the launchers (take_warp_rows, segment_common.cuh).
   std::int64_t warp_row_tokens = 0;
   // Softmax: a row of 2 to local_finish_chunks chunks is written in the first pass (finishes_locally), longer
   // ones by a second pass; 1 for the reductions, which have no second pass.
@@ -171,15 +171,16 @@ RAGGED_HOST_DEVICE bool is_tiny(std::int64_t length, const SegmentGeometry& g) {
   return length == 0 || length <= g.tiny_tokens;
 }
 
-// Rows of the reductions at D = 1 that a whole warp finishes in the row pass, in one pass of loads
+// Rows at D = 1 that a whole warp finishes in the row pass of the reductions and the softmax, in one pass of loads
 // (SegmentGeometry::warp_row_tokens). Why: the H200 run of 087a77a had the float sum over 65,536 rows of 0 to 512
 // tokens (uniform, D = 1) at 65.8 us and the max at 95.6 us, where the bytes at copy speed take ~17: the streams
 // that took these rows pay per row a probe of the next rows' offsets, a window over every line of their group and
 // the cursor's 64-bit bookkeeping, at 16 warps per SM (128 registers). A warp of the row pass (4 blocks per SM,
 // 64 registers) loads such a row at once, 16 tokens a lane, and adds them in the unit walk's order (lane p: tokens
-// p, p + 32, ... in order, then merge_phases' tree), so the results are the same bits.
+// p, p + 32, ... in order, then merge_phases' tree), so the results are the same bits. The softmax (171 us there
+// for the float forward, copy_frac 0.195) holds the row in registers and writes it from there, as a window does.
 constexpr std::int64_t kWarpRowTokens = 512;
-// segment_reduce takes warp rows where its rows average more than this many tokens (launch_reduce).
+// The segment ops take warp rows where their rows average more than this many tokens (take_warp_rows).
 constexpr std::int64_t kWarpRowsMinMean = 16;
 
 RAGGED_HOST_DEVICE bool is_warp_row(std::int64_t length, const SegmentGeometry& g) {

@@ -44,10 +44,11 @@ void set_segment_prefetch_groups(int groups);
 bool segment_scalar_rows_enabled();
 void set_segment_scalar_rows_enabled(bool enabled);
 
-// Whether segment_reduce's row pass at D = 1 (the scalar one) also finishes the rows of more than tiny_tokens and
-// at most kWarpRowTokens tokens, a warp per row (is_warp_row, segment_geometry.h); on unless the process started
-// with RAGGED_SEGMENT_WARP_ROWS=0 (those rows then take the first pass's streams). The same results either way
-// (the same order of adds); read by launch_reduce. Not thread-safe to change, as above.
+// Whether the row pass at D = 1 (the scalar one) of segment_reduce and segment_softmax (forward and backward) also
+// finishes the rows of more than tiny_tokens and at most kWarpRowTokens tokens, a warp per row (is_warp_row,
+// segment_geometry.h); on unless the process started with RAGGED_SEGMENT_WARP_ROWS=0 (those rows then take the
+// first pass's streams). The same results either way (the same order of operations); read by take_warp_rows. Not
+// thread-safe to change, as above.
 bool segment_warp_rows_enabled();
 void set_segment_warp_rows_enabled(bool enabled);
 

@@ -1,5 +1,5 @@
 // The process-wide settings of the segment kernels (segment_launch.h): segment_reduce's and segment_softmax's
-// row streams, scalar and sub-warp row passes, staged merges, and segment_reduce's warp rows and L2 prefetch; the
+// row streams, scalar, warp and sub-warp row passes, staged merges, and segment_reduce's L2 prefetch; the
 // kernels are in segment_reduce.cuh and segment_softmax.cuh.
 #include <algorithm>
 
@@ -23,9 +23,9 @@ bool& segment_scalar_rows_setting() {
   return enabled;
 }
 
-// RAGGED_SEGMENT_WARP_ROWS=0 in the environment starts a process whose D = 1 reductions leave the rows of
-// tiny_tokens + 1 to kWarpRowTokens tokens to the first pass's streams instead of a warp each in the row pass, to
-// compare the two on a GPU.
+// RAGGED_SEGMENT_WARP_ROWS=0 in the environment starts a process whose D = 1 reductions and softmaxes leave the
+// rows of tiny_tokens + 1 to kWarpRowTokens tokens to the first pass's streams instead of a warp each in the row
+// pass, to compare the two on a GPU.
 bool& segment_warp_rows_setting() {
   static bool enabled = switch_from_environment("RAGGED_SEGMENT_WARP_ROWS");
   return enabled;

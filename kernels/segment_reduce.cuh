@@ -619,15 +619,8 @@ __global__ void __launch_bounds__(kThreads, (kStream ? 2 : kReduceMinBlocks<T, A
 template <typename T, typename OffsetT, typename Acc, int V>
 Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t stream) {
   SegmentReduceArgs<T, OffsetT> a = args;
-  // Warp rows where the scalar row pass runs (D = 1, 32-bit indices), for both launches: the row pass finishes
-  // them, and the plan it writes has no work for them. Not where rows average kWarpRowsMinMean tokens or fewer:
-  // the warp rows' pass reads the offsets again (4 or 8 bytes a row), which in the many-tiny-rows regime (rows of
-  // 0 to 4 tokens at D = 1: 8 bytes of floats a row on average, 4 of offsets, 4 of output) would add a quarter to
-  // the bytes moved, for rows none of which is a warp row. The results are the same bits either way, so a choice
-  // from the batch's mean leaves them batch-invariant.
   const bool scalar_rows = takes_scalar_rows(a.layout);  // read once: the warp rows need this row pass
-  if (scalar_rows && segment_warp_rows_enabled() && a.layout.nnz > kWarpRowsMinMean * a.layout.batch)
-    a.layout.geometry.warp_row_tokens = kWarpRowTokens;
+  take_warp_rows(a.layout, scalar_rows);
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   // D = 1 with 32-bit indices: the scalar row pass (segment_reduce_scalar_rows_kernel), the same results. Short

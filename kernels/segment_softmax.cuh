@@ -13,7 +13,8 @@
 // memory holds the row (per column tile): such a block row is read into it once, by one block of the second-pass
 // kernel, and written from there (normalize_block_row), and the first pass skips it. Where 32 vectors are whole
 // tokens, rows short enough are streamed instead: windows of lines across row boundaries, several rows finished
-// from one load (stream_softmax_rows). Three launches, or six for more than 131072 rows (the plan's memset and
+// from one load (stream_softmax_rows); at D = 1 the row pass finishes rows of up to 512 tokens a warp each
+// (normalize_warp_row), in the same order. Three launches, or six for more than 131072 rows (the plan's memset and
 // CUB scan).
 //
 // Templates only: kernels/segment_softmax_<value>_<offset>.cu instantiate them, one type pair per file, so that a
@@ -179,7 +180,7 @@ __device__ __forceinline__ void accumulate_tile(typename Op::Stat& st, const Reg
 // sign cannot show: exp(x - M) is the same, and (x - M) - log(sum) differs only for x = -0 with log(sum) = 0,
 // while a maximum reached by both zeros puts two items of exp(0) = 1 in the sum.) x(i, v): item i, column v of
 // this lane; counts(i): whether item i counts (a window's: the row's tokens; a unit's: every item, its pads being
-// -inf).
+// -inf); items (warp-uniform): no lane counts an item from it on, so the loops stop there (a warp row's lines).
 struct PhaseMax {
   float m;
   __device__ void merge(const PhaseMax& o) { m = fmaxf(m, o.m); }
@@ -188,22 +189,26 @@ struct PhaseMax {
 
 template <int N, int V, typename X, typename Counts>
 __device__ __forceinline__ void one_tile_statistic(ForwardStat (&st)[V], X x, Counts counts, const SegmentGeometry& g,
-                                                   const LaneSlot& slot) {
+                                                   const LaneSlot& slot, int items = N) {
   PhaseMax top[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) {
     top[v].m = -INFINITY;
 #pragma unroll
-    for (int i = 0; i < N; ++i)
+    for (int i = 0; i < N; ++i) {
+      if (i >= items) break;
       if (counts(i)) top[v].m = fmaxf(top[v].m, x(i, v));
+    }
   }
   if (g.narrow) merge_phases_to_all(top, g, slot);
   SumStat sum[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) {
 #pragma unroll
-    for (int i = 0; i < N; ++i)
+    for (int i = 0; i < N; ++i) {
+      if (i >= items) break;
       if (counts(i)) sum[v].sum += expf(x(i, v) - top[v].m);
+    }
   }
   if (g.narrow) merge_phases_to_all(sum, g, slot);
 #pragma unroll
@@ -586,8 +591,47 @@ __global__ void __launch_bounds__(kThreads)
       [](std::int64_t, unsigned) {});  // an empty row has no output
 }
 
-// The row pass at D = 1 (scalar_row_pass, segment_common.cuh): the same bits as row_pass's. Blocks per SM
-// (ptxas, sm_90): forward 4 (61-64 registers, no spill), backward 3 as row_pass's (at 4 it spilled 28-128 bytes).
+// A warp row (is_warp_row: D = 1, more than tiny_tokens and at most kWarpRowTokens tokens), by the whole warp:
+// lane p loads tokens p, p + 32, ... at once (x, and dy backward), takes the statistic of its tokens in that
+// order, merged over the lanes (forward: one_tile_statistic's two passes; backward: the sum, merge_phases' tree),
+// then writes them from registers. That is normalize_unit's and a stream window's order for a one-chunk row at
+// D = 1 (32 phases of one token; take_warp_rows holds a warp row to one chunk), so the bits are theirs.
+template <typename Op, typename T, typename OffsetT>
+__device__ __forceinline__ void normalize_warp_row(const SegmentSoftmaxArgs<T, OffsetT>& a, int begin, int length) {
+  constexpr int kHeld = static_cast<int>(kWarpRowTokens / kWarpSize);
+  const int lane = lane_id();
+  float x[kHeld], dy[kHeld];  // dy: backward only
+#pragma unroll
+  for (int k = 0; k < kHeld; ++k) {
+    const int t = k * kWarpSize + lane;
+    x[k] = t < length ? to_float(a.x[begin + t]) : Op::kPadX;
+    dy[k] = Op::kBackward && t < length ? to_float(a.dy[begin + t]) : Op::kPadDy;
+  }
+  // The row's lines (warp-uniform): past them every lane holds pads, which the loops skip.
+  const int lines = (length + kWarpSize - 1) / kWarpSize;
+  auto counts = [&](int k) { return k * kWarpSize + lane < length; };
+  const LaneSlot slot{0, lane, true};
+  typename Op::Stat st[1];
+  if constexpr (Op::kBackward) {
+    Op::template accumulate<kHeld>(
+        st[0], [&](int k) { return x[k]; }, [&](int k) { return dy[k]; }, counts, a.log);
+    merge_phases_to_all(st, a.layout.geometry, slot);
+  } else {
+    one_tile_statistic<kHeld, 1>(st, [&](int k, int) { return x[k]; }, counts, a.layout.geometry, slot, lines);
+  }
+  const typename Op::Scale scale = Op::prepare(st[0], a.log);
+#pragma unroll
+  for (int k = 0; k < kHeld; ++k) {
+    if (k >= lines) break;
+    if (counts(k))
+      a.out[begin + k * kWarpSize + lane] = from_float<T>(a.log ? Op::template apply<true>(scale, x[k], dy[k])
+                                                                : Op::template apply<false>(scale, x[k], dy[k]));
+  }
+}
+
+// The row pass at D = 1 (scalar_row_pass, segment_common.cuh): the same bits as row_pass's; then, where the
+// launcher set warp_row_tokens, the warp rows (warp_row_pass, normalize_warp_row). Blocks per SM (ptxas, sm_90):
+// forward 4 (61-64 registers, no spill), backward 3 as row_pass's (at 4 it spilled 28-128 bytes).
 template <typename Op, typename T, typename OffsetT>
 __global__ void __launch_bounds__(kThreads, Op::kBackward ? 3 : 4)
     segment_softmax_scalar_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
@@ -596,6 +640,8 @@ __global__ void __launch_bounds__(kThreads, Op::kBackward ? 3 : 4)
       [&](std::int64_t, int begin, int length, const TinyHead<XDy>& head) {
         if (length > 0) normalize_tiny_row<Op, true>(a, begin, length, head);  // an empty row has no output
       });
+  if (a.layout.geometry.warp_row_tokens > 0)
+    warp_row_pass(a.layout, [&](std::int64_t, int begin, int length) { normalize_warp_row<Op>(a, begin, length); });
 }
 
 // Capped at 128 registers (2 blocks of 256 per SM): without the cap ptxas gives the forward kernel with scalar
@@ -797,10 +843,12 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t s
   std::size_t staging = 0;
   RAGGED_RETURN_IF_ERROR(
       (block_row_staging<Op, T, OffsetT, V, kLog>(a.layout.geometry, staging, a.layout.geometry.block_tokens)));
+  const bool scalar_rows = takes_scalar_rows(a.layout);  // read once: the warp rows need this row pass
+  take_warp_rows(a.layout, scalar_rows);
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
-  // D = 1 with 32-bit indices: the scalar row pass (segment_softmax_scalar_rows_kernel), the same results. Short
-  // rows at D > 32 (subwarp_rows, only at V > 1): the sub-warp row pass.
+  // D = 1 with 32-bit indices: the scalar row pass (segment_softmax_scalar_rows_kernel), the same results, and
+  // the warp rows in it. Short rows at D > 32 (subwarp_rows, only at V > 1): the sub-warp row pass.
   if (g.subwarp_rows) {
     if constexpr (V > 1)
       RAGGED_RETURN_IF_ERROR(build_plan(&segment_softmax_subwarp_rows_kernel<Op, T, OffsetT, V, kLog>, a, L,
@@ -808,7 +856,7 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t s
     else
       return fail(Status::kInvalidArgument, "segment_softmax: sub-warp rows without 16-byte vectors");
   } else {
-    RAGGED_RETURN_IF_ERROR(takes_scalar_rows(L)
+    RAGGED_RETURN_IF_ERROR(scalar_rows
                                ? build_plan(&segment_softmax_scalar_rows_kernel<Op, T, OffsetT>, a, L,
                                             "segment_softmax_scalar_rows_kernel", stream)
                                : build_plan(&segment_softmax_rows_kernel<Op, T, OffsetT>, a, L,

@@ -114,8 +114,8 @@ bench_ab_suites=${RAGGED_BENCH_AB_SUITES:-segment_gpu}
 # ab_filter SETTING: the --benchmark_filter of SETTING's A/B run (empty: every benchmark). By default the segment
 # suite's ragged rows SETTING can move (bench_segment.cu's names): the sub-warp row pass runs at D = 64 to 256
 # only, the scalar row pass at D = 1 only (device_reduce's rows are D = 1), the warp rows in the forward
-# reductions at D = 1 only, block rows in the softmax only, staged merges where D has 16-byte vectors (the suite's
-# D = 64 and 1024).
+# reductions and the softmax (forward and backward) at D = 1 only, block rows in the softmax only, staged merges
+# where D has 16-byte vectors (the suite's D = 64 and 1024).
 ab_filter() {
   if [[ " ${RAGGED_BENCH_ARGS:-} " == *" --benchmark_filter"* ]]; then return; fi
   if [ -n "${RAGGED_BENCH_AB_FILTER:-}" ]; then
@@ -125,7 +125,7 @@ ab_filter() {
   case "$1" in
     RAGGED_SEGMENT_SUBWARP_ROWS=*) echo '/ragged/.*/inner:(64|128|256)/' ;;
     RAGGED_SEGMENT_SCALAR_ROWS=*) echo '^device_reduce/ragged/|/ragged/.*/inner:1/' ;;
-    RAGGED_SEGMENT_WARP_ROWS=*) echo '^segment_(sum|mean|max|min|argmax|argmin)/ragged/.*/inner:1/' ;;
+    RAGGED_SEGMENT_WARP_ROWS=*) echo '^segment_(sum|mean|max|min|argmax|argmin|(log_)?softmax(_backward)?)/ragged/.*/inner:1/' ;;
     RAGGED_SEGMENT_BLOCK_ROWS=*) echo '^segment_(log_)?softmax(_backward)?/ragged/' ;;
     RAGGED_SEGMENT_STAGED_MERGES=*) echo '/ragged/.*/inner:(64|1024)/' ;;
     *) echo '/ragged/' ;;

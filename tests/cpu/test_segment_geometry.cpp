@@ -70,12 +70,12 @@ std::vector<SegmentGeometry> with_block_rows(std::vector<SegmentGeometry> gs) {
   return gs;
 }
 
-// The geometries, and the D = 1 reductions' again with warp rows (segment_reduce's launcher sets warp_row_tokens
-// where the scalar row pass runs).
+// The geometries, and the D = 1 ones again with warp rows (the launchers set warp_row_tokens where the scalar row
+// pass runs: take_warp_rows).
 std::vector<SegmentGeometry> with_warp_rows(std::vector<SegmentGeometry> gs) {
   const std::size_t count = gs.size();
   for (std::size_t i = 0; i < count; ++i) {
-    if (gs[i].local_finish_chunks != 1 || gs[i].inner != 1) continue;  // not a reduction at D = 1
+    if (gs[i].inner != 1) continue;
     SegmentGeometry g = gs[i];
     g.warp_row_tokens = kWarpRowTokens;
     gs.push_back(g);
@@ -197,12 +197,12 @@ TEST_CASE("segment row work: what each row contributes to the plan", "[segment][
   }
 }
 
-TEST_CASE("segment warp rows: the D = 1 reductions' rows past tiny, up to one pass of a warp", "[segment][geometry]") {
-  // reduce_warp_row holds a row in one pass of kWarpRowTokens / 32 tokens a lane and adds them in the unit walk's
-  // order, which is a one-chunk row's: so a warp row must be one pass, and one chunk, long at most.
+TEST_CASE("segment warp rows: the D = 1 rows past tiny, up to one pass of a warp", "[segment][geometry]") {
+  // reduce_warp_row and normalize_warp_row hold a row in one pass of kWarpRowTokens / 32 tokens a lane and take
+  // them in the unit walk's order, which is a one-chunk row's: so a warp row must be one pass, and one chunk
+  // (of the reductions, of the softmax forward and of its backward), long at most.
   STATIC_REQUIRE(kWarpRowTokens % kWarpSize == 0);
   for (const SegmentGeometry& base : all_geometries(1)) {
-    if (base.local_finish_chunks != 1) continue;  // softmax: no warp rows
     SegmentGeometry g = base;
     g.warp_row_tokens = kWarpRowTokens;
     INFO("vec = " << g.vec << ", chunk_tokens = " << g.chunk_tokens << ", tiny_tokens = " << g.tiny_tokens);
@@ -219,6 +219,7 @@ TEST_CASE("segment warp rows: the D = 1 reductions' rows past tiny, up to one pa
       const RowWork w = row_work(length, g), without = row_work(length, base);
       REQUIRE(w.units == (length <= kWarpRowTokens ? 0 : without.units));
       REQUIRE(w.partials == (length <= kWarpRowTokens ? 0 : without.partials));
+      REQUIRE(w.second_units == (length <= kWarpRowTokens ? 0 : without.second_units));
     }
   }
 }

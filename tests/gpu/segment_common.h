@@ -124,8 +124,8 @@ std::vector<MalformedOffsets<OffsetT>> malformed_offsets_cases() {
       {"offsets[0] != 0", {7, 2, 2, 30, 19, 25, 40}, 20},
       {"type extremes", {0, kMax, kMin, kMax, 0, 20, kMin}, 20},
   };
-  // Rows of a few hundred tokens, overlapping, one from a negative offset, one to past nnz: the reductions' warp
-  // rows at D = 1 (33 to 512 tokens, taken where rows average more than 16 tokens: 2000 > 16 x 10).
+  // Rows of a few hundred tokens, overlapping, one from a negative offset, one to past nnz: the warp rows at D = 1
+  // (33 to 512 tokens, taken where rows average more than 16 tokens: 2000 > 16 x 10).
   cases.push_back({"overlapping rows of a few hundred tokens",
                    {0, 300, -50, 400, 700, 5000, 1000, 1900, 2000, 1700, 1950},
                    2000});
@@ -292,12 +292,27 @@ using RestorePrefetch = RestoreSetting<int, detail::segment_prefetch_groups, det
 // segment_reduce's and segment_softmax's scalar row pass at D = 1.
 using RestoreScalarRows =
     RestoreSetting<bool, detail::segment_scalar_rows_enabled, detail::set_segment_scalar_rows_enabled>;
-// segment_reduce's warp rows at D = 1.
+// The warp rows at D = 1 (segment_reduce's and segment_softmax's scalar row pass).
 using RestoreWarpRows =
     RestoreSetting<bool, detail::segment_warp_rows_enabled, detail::set_segment_warp_rows_enabled>;
 // The sub-warp row pass of short rows at D > 32.
 using RestoreSubwarpRows =
     RestoreSetting<bool, detail::segment_subwarp_rows_enabled, detail::set_segment_subwarp_rows_enabled>;
+
+// Lengths around the warp rows' bounds at D = 1 (tiny_tokens = 32 < length <= kWarpRowTokens = 512, one pass of 16
+// tokens a lane), each a few times in random order among uniform 0..600 rows; `rows` rows in all. Longer rows too:
+// one chunk of the softmax forward (1024), several (8192, 8193).
+inline std::vector<std::int64_t> warp_row_lengths(std::mt19937_64& rng, std::int64_t rows) {
+  std::vector<std::int64_t> lengths;
+  for (int copy = 0; copy < 3; ++copy)
+    for (std::int64_t length : {0, 1, 31, 32, 33, 34, 63, 64, 65, 100, 255, 256, 257, 480, 481, 500, 511, 512, 513,
+                                544, 1024, 8192, 8193})
+      lengths.push_back(length);
+  std::uniform_int_distribution<std::int64_t> uniform(0, 600);
+  while (static_cast<std::int64_t>(lengths.size()) < rows) lengths.push_back(uniform(rng));
+  std::shuffle(lengths.begin(), lengths.end(), rng);
+  return lengths;
+}
 
 // Lengths for the sub-warp row pass (rows of at most detail::kSubwarpRowTokens tokens at D > 32): mostly 0 to 4
 // tokens, with rows of 5 to 40 and a few of several chunks among them (for the first pass's plan), over several

@@ -377,24 +377,6 @@ TEMPLATE_TEST_CASE("segment_reduce: the sub-warp row pass gives the first pass's
   }
 }
 
-namespace {
-
-// Lengths around the warp rows' bounds at D = 1 (tiny_tokens = 32 < length <= kWarpRowTokens = 512, one pass of 16
-// tokens a lane), each a few times in random order among uniform 0..600 rows; `rows` rows in all.
-std::vector<std::int64_t> warp_row_lengths(std::mt19937_64& rng, std::int64_t rows) {
-  std::vector<std::int64_t> lengths;
-  for (int copy = 0; copy < 3; ++copy)
-    for (std::int64_t length : {0, 1, 31, 32, 33, 34, 63, 64, 65, 100, 255, 256, 257, 480, 481, 500, 511, 512, 513,
-                                544, 1024, 8192, 8193})
-      lengths.push_back(length);
-  std::uniform_int_distribution<std::int64_t> uniform(0, 600);
-  while (static_cast<std::int64_t>(lengths.size()) < rows) lengths.push_back(uniform(rng));
-  std::shuffle(lengths.begin(), lengths.end(), rng);
-  return lengths;
-}
-
-}  // namespace
-
 TEMPLATE_TEST_CASE("segment_reduce: the scalar row pass gives row_pass's bits", "[segment][gpu][determinism]",
                    F32_I32, F16_I32, BF16_I64) {
   // At D = 1 the row pass is segment_reduce_scalar_rows_kernel (32-bit indices, a lane per tiny or empty row, and

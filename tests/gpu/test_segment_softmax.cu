@@ -2,13 +2,15 @@
 // offset types, D in {1, 3, 64, 1000}, every length regime plus power-law lengths and one row holding ~all of
 // 1M+ elements; rows around the local-finish and block-row limits; NaN and masked (-inf) inputs; spare rows past
 // offsets[batch] left untouched; bitwise determinism and batch invariance; streamed rows against the unit walk,
-// bitwise; short rows at D > 32 in the sub-warp row pass; launches after a cudaDeviceReset; a short workspace and malformed offsets (the
+// bitwise; short rows at D > 32 in the sub-warp row pass; rows of 33 to 512 tokens at D = 1 taken a warp each,
+// bitwise against the streams; launches after a cudaDeviceReset; a short workspace and malformed offsets (the
 // other argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "../../kernels/segment_geometry.h"  // kLocalFinishChunks: the lengths below straddle it
 #include "gpu/dependent_launch.h"
@@ -367,9 +369,12 @@ TEMPLATE_TEST_CASE("segment_softmax: streamed rows give the unit walk's bits", "
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(509);
   const RestoreStreaming restore;
-  // Short rows at D = 64 take the sub-warp row pass by default: off here, so that the stream meets them too.
+  // Short rows at D = 64 take the sub-warp row pass by default, and rows of 33 to 512 tokens at D = 1 the warp
+  // rows, neither the stream nor the walk: both off here, so that the stream is compared with the walk on them too.
   const RestoreSubwarpRows restore_subwarp;
+  const RestoreWarpRows restore_warp_rows;
   detail::set_segment_subwarp_rows_enabled(false);
+  detail::set_segment_warp_rows_enabled(false);
   const double specials[] = {0.0, -0.0, -std::numeric_limits<double>::infinity(), 1.0, -1.0};
   std::uniform_int_distribution<int> pick(0, 9);
   for (std::int64_t inner : {1, 2, 8, 64}) {
@@ -494,9 +499,10 @@ TEMPLATE_TEST_CASE("segment_softmax: short rows at D > 32 in the sub-warp row pa
 
 TEMPLATE_TEST_CASE("segment_softmax: the scalar row pass gives row_pass's bits", "[segment][gpu][determinism]",
                    F32_I32, F16_I64, BF16_I32) {
-  // At D = 1 the row pass is segment_softmax_scalar_rows_kernel (32-bit indices, a lane per tiny row) instead of
-  // row_pass; it folds and writes a tiny row in the same order, so forward and backward must agree bitwise, the
-  // rows it hands to the first-pass kernel included. Masked (-inf) and NaN inputs take the statistic's other paths.
+  // At D = 1 the row pass is segment_softmax_scalar_rows_kernel (32-bit indices, a lane per tiny row, and where
+  // rows average more than 16 tokens a warp per row of 33 to 512) instead of row_pass; it folds and writes a tiny
+  // row in the same order, and a warp row in the streams', so forward and backward must agree bitwise, the rows it
+  // hands to the first-pass kernel included. Masked (-inf) and NaN inputs take the statistic's other paths.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(983);
@@ -516,6 +522,54 @@ TEMPLATE_TEST_CASE("segment_softmax: the scalar row pass gives row_pass's bits",
       require_switch_keeps_bits(dev, dy, detail::set_segment_scalar_rows_enabled);  // scalar, then row_pass
     }
   }
+}
+
+TEMPLATE_TEST_CASE("segment_softmax: warp rows give the streams' bits", "[segment][gpu][determinism]", F32_I32,
+                   F16_I32, BF16_I64) {
+  // At D = 1 the row pass also finishes the rows of 33 to 512 tokens, a warp each (warp_row_pass,
+  // normalize_warp_row), which the first pass's streams took before (or its units, where a row does not fit a
+  // window); it takes each lane's tokens in their order and merges the lanes by the same tree, so forward and
+  // backward must agree bitwise. Values: random; ties (+0, -0, -inf, 1, -1 in 60% of the places, as the stream
+  // test); and 30% -inf with 2% NaN, every fifth row all -inf (no maximum: NaN outputs). The second set has more
+  // rows than the row pass has warps times 32 on the emulator's 8 SMs (4096), so that a warp's share takes several
+  // windows of 32 rows.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(991);
+  const RestoreWarpRows restore;
+  std::vector<LengthSet> sets = {{"around the warp rows' bounds", warp_row_lengths(rng, 3000)}};
+  std::vector<std::int64_t> many(test::scaled(20000, 2000), 0);
+  std::uniform_int_distribution<std::int64_t> short_length(0, 40);  // rows of 33 .. 40: warp rows
+  for (auto& length : many) length = short_length(rng);
+  sets.push_back({"many rows, few of them warp rows", many});
+  const double specials[] = {0.0, -0.0, -std::numeric_limits<double>::infinity(), 1.0, -1.0};
+  const T neg_inf = test::round_to<T>(-std::numeric_limits<double>::infinity());
+  std::uniform_int_distribution<int> pick(0, 9);
+  std::bernoulli_distribution masked(0.3), nan(0.02);
+  for (const LengthSet& set : sets) {
+    const std::int64_t nnz = std::accumulate(set.lengths.begin(), set.lengths.end(), std::int64_t{0});
+    REQUIRE(nnz > detail::kWarpRowsMinMean * static_cast<std::int64_t>(set.lengths.size()));  // warp rows taken
+    for (const char* values : {"random", "ties", "masked"}) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), values " << values);
+      auto host = test::random_ragged<T, OffsetT>(set.lengths, 1, rng);
+      if (values[0] == 't')
+        for (T& value : host.values)
+          if (const int k = pick(rng); k < 6) value = test::round_to<T>(specials[k % 5]);
+      if (values[0] == 'm') {
+        for (T& value : host.values)
+          if (masked(rng)) value = neg_inf;
+          else if (nan(rng)) value = test::round_to<T>(std::numeric_limits<double>::quiet_NaN());
+        for (std::int64_t b = 0; b < host.batch; b += 5)
+          for (std::int64_t i = 0; i < host.length(b); ++i) host.at(host.begin(b) + i, 0) = neg_inf;
+      }
+      const DeviceRagged<T, OffsetT> dev(host);
+      const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
+      require_switch_keeps_bits(dev, dy, detail::set_segment_warp_rows_enabled);  // warp rows, then streams
+    }
+  }
+  // And against the CPU reference, forward and backward, on the bounds' lengths.
+  detail::set_segment_warp_rows_enabled(true);
+  check_softmax(test::random_ragged<T, OffsetT>(warp_row_lengths(rng, 1000), 1, rng, kSpareRows), rng);
 }
 
 TEST_CASE("segment_softmax and its backward can be captured in a CUDA graph", "[segment][gpu][graph]") {
