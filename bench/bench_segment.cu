@@ -504,7 +504,8 @@ bool has_subwarp_floor(const SegCase& s) {
 }
 
 // The warp row floor: sum, max and softmax at D = 1 on rows of a few hundred tokens (uniform and power-law lengths
-// at a mean of 256), where ragged streams them (segment_reduce.cuh stream_rows). Not on the tiny rows (a warp for 0
+// at a mean of 256), where ragged takes them a warp each in its row pass (warp rows, up to 512 tokens) and
+// streams the longer ones (segment_reduce.cuh stream_rows). Not on the tiny rows (a warp for 0
 // to 4 tokens) or the one huge row (one warp's serial walk of 64 MiB).
 bool has_warp_floor(const SegCase& s) {
   const RaggedCase& c = s.shape();

@@ -1066,8 +1066,9 @@ inline bool takes_scalar_rows(const SegmentLayout<OffsetT>& L) {
 
 // Sets the warp rows (SegmentGeometry::warp_row_tokens = kWarpRowTokens) in L's geometry, for both launches of a
 // segment op, where its scalar row pass runs (scalar_rows: takes_scalar_rows, read once by the caller), they are
-// not turned off (segment_warp_rows_enabled), they fit one chunk (so that the op's streams and units would give
-// them one statistic of 32 phases, whose order the warp keeps), and the rows average more than kWarpRowsMinMean
+// not turned off (segment_warp_rows_enabled), they fit one chunk of one register tile (so that the op's streams
+// and units would give them one statistic of 32 phases, whose order the warp keeps), and the rows average more
+// than kWarpRowsMinMean
 // tokens. Why the mean: the warp rows' pass reads the offsets again (4 or 8 bytes a row), which in the
 // many-tiny-rows regime (rows of 0 to 4 tokens at D = 1: 8 bytes of floats a row on average, 4 of offsets, 4 of
 // output) would add a quarter to the bytes moved, for rows none of which is a warp row. The results are the same
@@ -1075,7 +1076,7 @@ inline bool takes_scalar_rows(const SegmentLayout<OffsetT>& L) {
 template <typename OffsetT>
 inline void take_warp_rows(SegmentLayout<OffsetT>& L, bool scalar_rows) {
   if (scalar_rows && segment_warp_rows_enabled() && kWarpRowTokens <= L.geometry.chunk_tokens &&
-      L.nnz > kWarpRowsMinMean * L.batch)
+      L.geometry.sweeps == 1 && L.nnz > kWarpRowsMinMean * L.batch)
     L.geometry.warp_row_tokens = kWarpRowTokens;
 }
 

@@ -13,8 +13,8 @@
 // memory holds the row (per column tile): such a block row is read into it once, by one block of the second-pass
 // kernel, and written from there (normalize_block_row), and the first pass skips it. Where 32 vectors are whole
 // tokens, rows short enough are streamed instead: windows of lines across row boundaries, several rows finished
-// from one load (stream_softmax_rows); at D = 1 the row pass finishes rows of up to 512 tokens a warp each
-// (normalize_warp_row), in the same order. Three launches, or six for more than 131072 rows (the plan's memset and
+// from one load (stream_softmax_rows); at D = 1, where rows average more than 16 tokens, the row pass finishes
+// those of 33 to 512 tokens a warp each (normalize_warp_row), in the same order. Three launches, or six for more than 131072 rows (the plan's memset and
 // CUB scan).
 //
 // Templates only: kernels/segment_softmax_<value>_<offset>.cu instantiate them, one type pair per file, so that a
@@ -458,7 +458,7 @@ __device__ __forceinline__ void normalize_window_row(const SegmentSoftmaxArgs<T,
 // is the U lines of 32 vectors from a row's first line, loaded at once (its x, and dy backward); every row that
 // lies inside it is finished from registers (normalize_window_row), then the next window starts at the first row
 // that does not. Why: rows of a few hundred bytes to a few KB (D = 64 with 1 to 4 tokens, D = 1 with lengths
-// around 256) are one unit each in the walk, whose per-unit cost (the cursor step, the setup with its 64-bit
+// around 256; the sub-warp rows and the warp rows take most of those now) are one unit each in the walk, whose per-unit cost (the cursor step, the setup with its 64-bit
 // divisions, a round trip for the loads, exponentials of the whole tile's padding) exceeded the row's data; a
 // window serves several such rows with one round trip and computes only their items. Returns with u past the
 // rows it finished and c at u's row when that row does not fit a window (the unit walk takes it), or with

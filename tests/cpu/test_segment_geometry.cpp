@@ -199,8 +199,8 @@ TEST_CASE("segment row work: what each row contributes to the plan", "[segment][
 
 TEST_CASE("segment warp rows: the D = 1 rows past tiny, up to one pass of a warp", "[segment][geometry]") {
   // reduce_warp_row and normalize_warp_row hold a row in one pass of kWarpRowTokens / 32 tokens a lane and take
-  // them in the unit walk's order, which is a one-chunk row's: so a warp row must be one pass, and one chunk
-  // (of the reductions, of the softmax forward and of its backward), long at most.
+  // them in the unit walk's order, which is a one-chunk row's: so a warp row must be one pass, and one chunk of
+  // one register tile (of the reductions, of the softmax forward and of its backward), long at most.
   STATIC_REQUIRE(kWarpRowTokens % kWarpSize == 0);
   for (const SegmentGeometry& base : all_geometries(1)) {
     SegmentGeometry g = base;
@@ -208,6 +208,7 @@ TEST_CASE("segment warp rows: the D = 1 rows past tiny, up to one pass of a warp
     INFO("vec = " << g.vec << ", chunk_tokens = " << g.chunk_tokens << ", tiny_tokens = " << g.tiny_tokens);
     REQUIRE(g.tiny_tokens == kWarpSize);
     REQUIRE(kWarpRowTokens <= g.chunk_tokens);
+    REQUIRE(g.sweeps == 1);  // one register tile: take_warp_rows takes none otherwise
     for (std::int64_t length = 0; length <= 2 * kWarpRowTokens + 1; ++length) {
       INFO("length " << length);
       const bool warp_row = length > kWarpSize && length <= kWarpRowTokens;

@@ -314,6 +314,20 @@ inline std::vector<std::int64_t> warp_row_lengths(std::mt19937_64& rng, std::int
   return lengths;
 }
 
+// Rows of 0 to 40 tokens (the few of 33 to 40 are warp rows), more than 32 for each warp of a row pass of 4 blocks
+// of 8 warps on every SM of this device (the scalar rows kernels hold at most 4 blocks), so that each warp's share
+// of the warp rows' pass (warp_row_pass) spans several windows of 32 rows: 168,960 rows on an H200 (132 SMs),
+// 10,240 on the emulator's 8.
+inline std::vector<std::int64_t> many_rows_few_warp_rows(std::mt19937_64& rng) {
+  int device = 0, sms = 0;
+  REQUIRE_CUDA(cudaGetDevice(&device));
+  REQUIRE_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(sms) * 4 * 8 * 32 * 5 / 4);
+  std::uniform_int_distribution<std::int64_t> length(0, 40);
+  for (auto& l : lengths) l = length(rng);
+  return lengths;
+}
+
 // Lengths for the sub-warp row pass (rows of at most detail::kSubwarpRowTokens tokens at D > 32): mostly 0 to 4
 // tokens, with rows of 5 to 40 and a few of several chunks among them (for the first pass's plan), over several
 // groups of 128 rows, so that a batch of 32 holds any number of short rows.

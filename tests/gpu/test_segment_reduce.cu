@@ -396,17 +396,16 @@ TEMPLATE_TEST_CASE("segment_reduce: warp rows give the streams' bits", "[segment
   // which the first pass's streams took before; it adds each lane's tokens in the streams' order and merges the
   // lanes by the same tree, so every op must agree bitwise, args included. (The scalar row pass test compares the
   // warp rows with row_pass and the streams on the length sets whose rows average more than 16 tokens.) The last
-  // set has more rows than the row pass has warps times 32 on the emulator's 8 SMs (4096), so that a warp's share
-  // takes several windows of 32 rows.
+  // set's warp shares span several windows of 32 rows (many_rows_few_warp_rows). The scalar row pass is set on:
+  // warp rows need it.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(983);
   const RestoreWarpRows restore;
-  std::vector<LengthSet> sets = {{"around the warp rows' bounds", warp_row_lengths(rng, 3000)}};
-  std::vector<std::int64_t> many(test::scaled(20000, 2000), 0);
-  std::uniform_int_distribution<std::int64_t> short_length(0, 40);  // rows of 33 .. 40: warp rows
-  for (auto& length : many) length = short_length(rng);
-  sets.push_back({"many rows, few of them warp rows", many});
+  const RestoreScalarRows restore_scalar_rows;
+  detail::set_segment_scalar_rows_enabled(true);
+  const std::vector<LengthSet> sets = {{"around the warp rows' bounds", warp_row_lengths(rng, 3000)},
+                                       {"many rows, few of them warp rows", many_rows_few_warp_rows(rng)}};
   for (const LengthSet& set : sets) {  // the launcher takes warp rows where rows average more than this
     const std::int64_t nnz = std::accumulate(set.lengths.begin(), set.lengths.end(), std::int64_t{0});
     REQUIRE(nnz > detail::kWarpRowsMinMean * static_cast<std::int64_t>(set.lengths.size()));
