@@ -9,13 +9,15 @@
 //     sequence (multiply-high divider while indices fit 32 bits), padded_to_ragged binary-searches the offsets
 //     once per tile (one warp, 32 probes per step) and then each thread searches only the tile's few sequences.
 // Every row range goes through clamped_row_range(), so malformed offsets give wrong values but no
-// out-of-bounds access.
+// out-of-bounds access. Narrow rows (1, 2, 4 or 8 bytes: D = 1, ...) go to the token-group kernels of
+// convert_tokens.cu where their alignment allows, which pay this index arithmetic per 16 bytes, not per token.
 #include <type_traits>
 
 #include "byte_vector.h"
 #include "convert_launch.h"
 #include "fast_divmod.h"
 #include "launch.cuh"
+#include "sequence_search.cuh"
 #include "validate.h"
 
 namespace ragged {
@@ -26,7 +28,6 @@ constexpr int kThreads = 256;
 constexpr int kUnroll = 4;                     // independent loads in flight per thread
 constexpr int kTile = kThreads * kUnroll;      // output vectors per block per loop iteration
 constexpr int kBlocksPerSm = 8;                // 8 x 256 threads fill an SM (sm_80 / sm_90)
-constexpr unsigned kFullWarp = 0xffffffffu;
 
 // ---------------------------------------------------------------------------------------------------------
 // ragged -> padded
@@ -103,39 +104,6 @@ struct ToRaggedParams {
   Truncate trunc;
 };
 
-// The largest b in [lo, hi] with offsets[b] <= row (the sequence holding `row` when offsets are sorted), or lo
-// when there is none. Stays inside [lo, hi] whatever the offsets hold.
-template <typename OffsetT>
-__device__ __forceinline__ std::int64_t find_sequence(const OffsetT* offsets, std::int64_t lo, std::int64_t hi,
-                                                      std::int64_t row) {
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo + 1) / 2;
-    if (static_cast<std::int64_t>(offsets[mid]) <= row) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
-// find_sequence by a whole warp (all lanes pass the same arguments and get the same answer): each step probes
-// 32 evenly spaced entries at once and keeps the sub-range after the last one <= row, so a search over a
-// million sequences takes 4 dependent loads instead of 20.
-template <typename OffsetT>
-__device__ std::int64_t warp_find_sequence(const OffsetT* offsets, std::int64_t lo, std::int64_t hi,
-                                           std::int64_t row) {
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  while (true) {
-    const std::int64_t step = (hi - lo + 1 + 31) / 32;
-    const std::int64_t probe = lo + lane * step;
-    const bool at_or_below = probe <= hi && static_cast<std::int64_t>(offsets[probe]) <= row;
-    const unsigned ballot = __ballot_sync(kFullWarp, at_or_below);
-    if (ballot == 0) return lo;  // even offsets[lo] > row
-    // The highest such lane (for sorted offsets the set lanes are a prefix); the answer lies in its step.
-    lo += static_cast<std::int64_t>(31 - __clz(ballot)) * step;
-    if (step == 1) return lo;
-    hi = min(hi, lo + step - 1);
-  }
-}
-
 template <typename Vec, typename OffsetT, typename Divider>
 __global__ void __launch_bounds__(kThreads)
     padded_to_ragged_kernel(const __grid_constant__ ToRaggedParams<Vec, OffsetT, Divider> p) {
@@ -196,6 +164,9 @@ Status launch_ragged_to_padded(const void* d_src, const OffsetT* d_offsets, std:
                                const void* pad_element, Align align, Truncate trunc, cudaStream_t stream,
                                bool allow_32bit_index) {
   if (batch == 0 || max_len == 0 || row_bytes == 0) return Status::kSuccess;
+  if (token_groups_fit(row_bytes, d_src, d_dst))
+    return launch_ragged_to_padded_tokens(d_src, d_offsets, batch, nnz, d_dst, max_len, row_bytes, elem_bytes,
+                                          pad_element, align, trunc, stream, allow_32bit_index);
   // src may be null when it holds no rows; it is then never read, so it cannot narrow the width.
   const int width = d_src != nullptr ? widest_vector_bytes(row_bytes, elem_bytes, {d_src, d_dst})
                                      : widest_vector_bytes(row_bytes, elem_bytes, {d_dst});
@@ -231,6 +202,9 @@ Status launch_padded_to_ragged(const void* d_src, std::int64_t max_len, void* d_
                                const void* fill_element, Align align, Truncate trunc, cudaStream_t stream,
                                bool allow_32bit_index) {
   if (batch == 0 || nnz == 0 || row_bytes == 0) return Status::kSuccess;
+  if (token_groups_fit(row_bytes, d_src, d_dst))
+    return launch_padded_to_ragged_tokens(d_src, max_len, d_dst, d_offsets, batch, nnz, row_bytes, elem_bytes,
+                                          fill_element, align, trunc, stream);
   // src is null when it holds no slots (max_len == 0): then every token is fill and src is never read.
   const int width = d_src != nullptr ? widest_vector_bytes(row_bytes, elem_bytes, {d_src, d_dst})
                                      : widest_vector_bytes(row_bytes, elem_bytes, {d_dst});

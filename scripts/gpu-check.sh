@@ -49,14 +49,16 @@
 #   RAGGED_BENCH_TIMEOUT       seconds per benchmark suite (default: 150)
 #   RAGGED_BENCH_ARGS          extra arguments for ragged_bench (e.g. --benchmark_filter=/tile:)
 #   RAGGED_BENCH_AB            library switches to A/B in the same run, NAME=VALUE words (default:
-#                              "RAGGED_SEGMENT_WARP_ROWS=0 RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
+#                              "RAGGED_CONVERT_TOKEN_GROUPS=0 RAGGED_SEGMENT_WARP_ROWS=0
+#                              RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
 #                              RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0
 #                              RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0",
 #                              newest first; "none"
 #                              for none): after the PyTorch comparisons, RAGGED_BENCH_AB_SUITES run again with each
 #                              set, their benchmarks merged into bench.json as <name>/with:NAME=VALUE, and the targets
 #                              report gives each one's time against the default run's
-#   RAGGED_BENCH_AB_SUITES     suites of those runs (default: segment_gpu)
+#   RAGGED_BENCH_AB_SUITES     suites of those runs (default: convert_gpu for the RAGGED_CONVERT_* switches,
+#                              segment_gpu for the others)
 #   RAGGED_BENCH_AB_FILTER     --benchmark_filter of every one of those runs ("all": none; a --benchmark_filter in
 #                              RAGGED_BENCH_ARGS is used instead). Default: the ragged rows the switch can move
 #                              (ab_filter below), since the A/B table compares ragged rows only and a library switch
@@ -105,17 +107,25 @@ done
 bench_suites=${RAGGED_BENCH_SUITES:-convert_gpu segment_gpu attention_gpu rnn_gpu planner convert_cpu}
 deadline=${RAGGED_DEADLINE:-560}
 # Newest first: a run that reaches its deadline drops the last ones.
-default_ab="RAGGED_SEGMENT_WARP_ROWS=0 RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
+default_ab="RAGGED_CONVERT_TOKEN_GROUPS=0 RAGGED_SEGMENT_WARP_ROWS=0 RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
 RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0
 RAGGED_SEGMENT_PREFETCH=0"
 bench_ab=${RAGGED_BENCH_AB:-$default_ab}
 if [ "$bench_ab" = none ]; then bench_ab=""; fi
-bench_ab_suites=${RAGGED_BENCH_AB_SUITES:-segment_gpu}
-# ab_filter SETTING: the --benchmark_filter of SETTING's A/B run (empty: every benchmark). By default the segment
-# suite's ragged rows SETTING can move (bench_segment.cu's names): the sub-warp row pass runs at D = 64 to 256
-# only, the scalar row pass at D = 1 only (device_reduce's rows are D = 1), the warp rows in the forward
-# reductions and the softmax (forward and backward) at D = 1 only, block rows in the softmax only, staged merges
-# where D has 16-byte vectors (the suite's D = 64 and 1024).
+# ab_suites SETTING: the suites of SETTING's A/B runs.
+ab_suites() {
+  if [ -n "${RAGGED_BENCH_AB_SUITES:-}" ]; then echo "$RAGGED_BENCH_AB_SUITES"; return; fi
+  case "$1" in
+    RAGGED_CONVERT_*) echo convert_gpu ;;
+    *) echo segment_gpu ;;
+  esac
+}
+# ab_filter SETTING: the --benchmark_filter of SETTING's A/B run (empty: every benchmark). By default the ragged
+# rows SETTING can move: the conversions at D = 1 for the token groups (bench_convert.cu's names); in the segment
+# suite (bench_segment.cu's names) the sub-warp row pass runs at D = 64 to 256 only, the scalar row pass at D = 1
+# only (device_reduce's rows are D = 1), the warp rows in the forward reductions and the softmax (forward and
+# backward) at D = 1 only, block rows in the softmax only, staged merges where D has 16-byte vectors (the suite's
+# D = 64 and 1024).
 ab_filter() {
   if [[ " ${RAGGED_BENCH_ARGS:-} " == *" --benchmark_filter"* ]]; then return; fi
   if [ -n "${RAGGED_BENCH_AB_FILTER:-}" ]; then
@@ -123,6 +133,7 @@ ab_filter() {
     return
   fi
   case "$1" in
+    RAGGED_CONVERT_TOKEN_GROUPS=*) echo '^(ragged_to_padded|padded_to_ragged)/ragged/.*/inner:1/' ;;
     RAGGED_SEGMENT_SUBWARP_ROWS=*) echo '/ragged/.*/inner:(64|128|256)/' ;;
     RAGGED_SEGMENT_SCALAR_ROWS=*) echo '^device_reduce/ragged/|/ragged/.*/inner:1/' ;;
     RAGGED_SEGMENT_WARP_ROWS=*) echo '^segment_(sum|mean|max|min|argmax|argmin|(log_)?softmax(_backward)?)/ragged/.*/inner:1/' ;;
@@ -349,7 +360,7 @@ if [ "$configure_rc" -eq 0 ]; then
     ab_json=$(mktemp -d)
     ab_ran=()
     for setting in $bench_ab; do
-      for suite in $bench_ab_suites; do
+      for suite in $(ab_suites "$setting"); do
         if bench_suite "$ab_json" "$suite" "$setting"; then ab_ran+=("$suite@$setting"); fi
       done
     done

@@ -1,8 +1,9 @@
 // ragged_to_padded / padded_to_ragged on the device against the CPU reference, bit for bit: every dtype x
 // offset type x length regime x align x truncate x max_len below / at / above the longest sequence x inner
-// sizes that select every vector width (16..1 bytes), sub-views whose base pointers are one element off, the
-// 64-bit index path, multi-tile grids, round trips, malformed offsets, a run refused by the argument checks
-// (the checks themselves: tests/cpu/test_argument_checks.cpp) and the owning layer.
+// sizes that select every vector width (16..1 bytes) and every token group (rows of 1, 2, 4 and 8 bytes, with
+// the token-group kernels on and off), sub-views whose base pointers are one element off, the 64-bit index path,
+// multi-tile grids, round trips, malformed offsets, a run refused by the argument checks (the checks themselves:
+// tests/cpu/test_argument_checks.cpp) and the owning layer.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "../../kernels/convert_launch.h"
 #include "common/test_util.h"
+#include "gpu/restore_setting.h"
 #include "ragged/buffer.h"
 #include "ragged/convert.h"
 #include "ragged/offsets.h"
@@ -22,6 +24,10 @@
 using namespace ragged;
 
 namespace {
+
+// The token-group kernels for narrow rows (kernels/convert_tokens.cu), on by default.
+using RestoreTokenGroups =
+    test::RestoreSetting<bool, detail::convert_token_groups_enabled, detail::set_convert_token_groups_enabled>;
 
 // Host arrays are kept as bytes so that bool works like every other type (std::vector<bool> packs bits).
 template <typename T>
@@ -88,16 +94,30 @@ T value_of(double v) {
   return test::from_double<T>(v);
 }
 
-// Device memory with `shift` spare elements in front, so that data() can be misaligned on purpose.
+// Device memory with `shift` spare elements in front, so that data() can be misaligned on purpose. An output
+// (`guarded`) has kGuardBytes behind its last element, which no kernel may write: poison() fills them too, and
+// download() checks they still hold the poison (a 16-byte store of a token group past the output's end would land
+// there). An input ends where its elements do, so that the emulator's guard page, or compute-sanitizer, catches a
+// read past it.
+constexpr std::size_t kGuardBytes = 16;
+
 template <typename T>
 struct DeviceArray {
   DeviceBuffer<unsigned char> buffer;
   std::int64_t shift;
   std::size_t count;
-  DeviceArray(std::size_t n, std::int64_t shift_elems)
-      : buffer((n + static_cast<std::size_t>(shift_elems)) * sizeof(T)), shift(shift_elems), count(n) {}
+  bool poisoned = false;
+  std::size_t guard_bytes;
+  DeviceArray(std::size_t n, std::int64_t shift_elems, bool guarded = false)
+      : buffer((n + static_cast<std::size_t>(shift_elems)) * sizeof(T) + (guarded ? kGuardBytes : 0)),
+        shift(shift_elems),
+        count(n),
+        guard_bytes(guarded ? kGuardBytes : 0) {}
   T* data() { return count == 0 ? nullptr : reinterpret_cast<T*>(buffer.data()) + shift; }
-  void poison() { buffer.fill_bytes(poison_byte<T>()); }
+  void poison() {
+    buffer.fill_bytes(poison_byte<T>());
+    poisoned = true;
+  }
   void upload(const HostArray<T>& host) {
     REQUIRE(host.size() == count);
     if (count > 0) REQUIRE_CUDA(cudaMemcpy(data(), host.data(), count * sizeof(T), cudaMemcpyHostToDevice));
@@ -106,6 +126,13 @@ struct DeviceArray {
     HostArray<T> host(count, 0);
     REQUIRE_CUDA(cudaDeviceSynchronize());
     if (count > 0) REQUIRE_CUDA(cudaMemcpy(host.data(), data(), count * sizeof(T), cudaMemcpyDeviceToHost));
+    if (poisoned && guard_bytes > 0) {
+      unsigned char guard[kGuardBytes];
+      const std::size_t end = (static_cast<std::size_t>(shift) + count) * sizeof(T);
+      REQUIRE_CUDA(cudaMemcpy(guard, buffer.data() + end, kGuardBytes, cudaMemcpyDeviceToHost));
+      INFO("the " << kGuardBytes << " bytes past the output's end were written");
+      REQUIRE(std::all_of(guard, guard + kGuardBytes, [](unsigned char b) { return b == poison_byte<T>(); }));
+    }
     return host;
   }
 };
@@ -138,15 +165,18 @@ struct Case {
   std::int64_t max_len = 0;
   Align align = Align::kLeft;
   Truncate trunc = Truncate::kRight;
-  std::int64_t shift = 0;       // elements by which every base pointer is moved off its allocation
-  std::int64_t extra_rows = 0;  // values rows beyond offsets[batch] (must stay untouched)
+  std::int64_t shift = 0;          // elements by which every base pointer is moved off its allocation
+  std::int64_t padded_shift = -1;  // ... the padded tensor's, where not `shift`
+  std::int64_t lead_rows = 0;      // values rows before offsets[0] (must stay untouched)
+  std::int64_t extra_rows = 0;     // values rows beyond offsets[batch] (must stay untouched)
   bool force_64bit_index = false;
 };
 
 std::string describe(const Case& c) {
   return "batch " + std::to_string(c.lengths.size()) + ", inner " + std::to_string(c.inner) + ", max_len " +
          std::to_string(c.max_len) + ", align " + std::to_string(static_cast<int>(c.align)) + ", trunc " +
-         std::to_string(static_cast<int>(c.trunc)) + ", shift " + std::to_string(c.shift) + ", extra rows " +
+         std::to_string(static_cast<int>(c.trunc)) + ", shift " + std::to_string(c.shift) + ", padded shift " +
+         std::to_string(c.padded_shift) + ", lead rows " + std::to_string(c.lead_rows) + ", extra rows " +
          std::to_string(c.extra_rows) + (c.force_64bit_index ? ", 64-bit index" : "");
 }
 
@@ -185,6 +215,7 @@ void check_case(const Case& c, std::mt19937_64& rng) {
   const std::int64_t batch = static_cast<std::int64_t>(c.lengths.size());
   std::vector<OffsetT> offsets(c.lengths.size() + 1);
   REQUIRE_OK(lengths_to_offsets_host(c.lengths.data(), batch, offsets.data()));
+  for (OffsetT& offset : offsets) offset += static_cast<OffsetT>(c.lead_rows);
   const std::int64_t used_rows = static_cast<std::int64_t>(offsets.back());
   const std::int64_t nnz = used_rows + c.extra_rows;
   const std::size_t ragged_count = static_cast<std::size_t>(nnz * c.inner);
@@ -196,7 +227,7 @@ void check_case(const Case& c, std::mt19937_64& rng) {
   const HostArray<T> values = random_array<T>(ragged_count, rng);
   DeviceArray<T> d_values(ragged_count, c.shift);
   d_values.upload(values);
-  DeviceArray<T> d_padded(padded_count, c.shift);
+  DeviceArray<T> d_padded(padded_count, c.padded_shift >= 0 ? c.padded_shift : c.shift, true);
   d_padded.poison();
 
   // ragged -> padded
@@ -211,16 +242,18 @@ void check_case(const Case& c, std::mt19937_64& rng) {
 
   // Round trip: with nothing truncated, padded -> ragged gives the values back (extra rows stay poisoned).
   const std::int64_t longest = c.lengths.empty() ? 0 : *std::max_element(c.lengths.begin(), c.lengths.end());
-  DeviceArray<T> d_back(ragged_count, c.shift);
+  DeviceArray<T> d_back(ragged_count, c.shift, true);
   d_back.poison();
   const RaggedView<T, OffsetT> back{d_back.data(), d_offsets.data(), batch, nnz, c.inner};
   if (c.max_len >= longest) {
     to_ragged_on_device<T, OffsetT>(c, {d_padded.data(), batch, c.max_len, c.inner}, back, fill);
     HostArray<T> got = d_back.download();
     HostArray<T> expected = values;
-    if (ragged_count > 0)  // an empty HostArray's data() is null, and memset(nullptr, .., 0) is undefined
+    if (ragged_count > 0) {  // an empty HostArray's data() is null, and memset(nullptr, .., 0) is undefined
+      std::memset(expected.data(), poison_byte<T>(), c.lead_rows * c.inner * sizeof(T));
       std::memset(expected.data() + used_rows * c.inner, poison_byte<T>(),
                   (ragged_count - used_rows * c.inner) * sizeof(T));
+    }
     require_same_bytes(got, expected);
   }
 
@@ -283,6 +316,8 @@ TEMPLATE_PRODUCT_TEST_CASE("conversions match the reference for every dtype, reg
 
 TEMPLATE_TEST_CASE("conversions with narrow rows and misaligned base pointers take the narrow vector paths",
                    "[convert][gpu]", std::int32_t, std::int64_t) {
+  // Shifted by one element, no output is 16-byte aligned: the 4- and 8-byte rows below take convert.cu's
+  // vector kernels instead of the token groups (which the unshifted ones take).
   using OffsetT = TestType;
   auto rng = test::make_rng(202);
   for (std::int64_t shift : {0, 1}) {
@@ -328,6 +363,61 @@ TEMPLATE_TEST_CASE("conversions through the 64-bit index path", "[convert][gpu]"
       check_case<half, OffsetT>(c, rng);
       c.inner = 32;
       check_case<float, OffsetT>(c, rng);
+      c.inner = 1;  // token groups: ragged_to_padded's 64-bit division
+      check_case<float, OffsetT>(c, rng);
+      check_case<std::uint8_t, OffsetT>(c, rng);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("conversions of narrow rows: the token groups and the vector kernels", "[convert][gpu]",
+                   std::int32_t, std::int64_t) {
+  // Rows of 1, 2, 4 and 8 bytes (D = 1 of every width, D = 2 of 16- and 32-bit elements) go to the token-group
+  // kernels (16 bytes of output a thread, kernels/convert_tokens.cu) where the base pointers allow; switched off,
+  // to convert.cu's vector kernels. Both against the reference, byte for byte: every regime, max_len below, at and
+  // above the longest sequence (groups then cross sequences, several where max_len is below 16 one-byte tokens),
+  // both alignments and truncations, and rows before offsets[0] and past offsets[batch] that must stay untouched;
+  // then with the values one element off 16 bytes and the padded tensor on them (ragged -> padded takes the token
+  // groups from a misaligned source, padded -> ragged the vector kernels), and the other way round.
+  using OffsetT = TestType;
+  auto rng = test::make_rng(206);
+  const RestoreTokenGroups restore;
+  for (bool token_groups : {true, false}) {
+    detail::set_convert_token_groups_enabled(token_groups);
+    for (test::Regime regime : test::all_regimes()) {
+      INFO((token_groups ? "token groups" : "vector kernels") << ", regime " << test::regime_name(regime));
+      Case c;
+      c.lengths = test::make_lengths(regime, rng, 40);
+      c.lead_rows = 3;
+      c.extra_rows = 5;
+      for (const std::int64_t shift : {1, 0}) {
+        INFO("values shifted by " << shift << ", padded by " << 1 - shift);
+        c.shift = shift;
+        c.padded_shift = 1 - shift;
+        c.max_len = max_lens_around(c.lengths).back();
+        c.inner = 1;
+        check_case<float, OffsetT>(c, rng);
+        check_case<half, OffsetT>(c, rng);
+      }
+      c.shift = 0;
+      c.padded_shift = -1;
+      for (std::int64_t max_len : max_lens_around(c.lengths)) {
+        c.max_len = max_len;
+        for (Align align : kAligns) {
+          for (Truncate trunc : kTruncs) {
+            c.align = align;
+            c.trunc = trunc;
+            c.inner = 1;
+            check_case<std::uint8_t, OffsetT>(c, rng);
+            check_case<bfloat16, OffsetT>(c, rng);
+            check_case<float, OffsetT>(c, rng);
+            check_case<std::int64_t, OffsetT>(c, rng);
+            c.inner = 2;
+            check_case<half, OffsetT>(c, rng);
+            check_case<float, OffsetT>(c, rng);
+          }
+        }
+      }
     }
   }
 }
@@ -337,21 +427,27 @@ TEMPLATE_TEST_CASE("conversions over many tiles and many sequences", "[convert][
   using OffsetT = TestType;
   auto rng = test::make_rng(204);
   // ~100k sequences and ~3M one-byte rows: several grid-stride iterations per block, and tiles whose rows span
-  // dozens of sequences (the per-thread search inside the tile's range, and multi-step warp searches).
+  // dozens of sequences (the per-thread search inside the tile's range, and multi-step warp searches). Both
+  // kernels of these narrow rows: the token groups and the vector kernels.
   Case c;
   c.lengths.resize(100000);
   std::uniform_int_distribution<std::int64_t> length(0, 60);
   for (auto& l : c.lengths) l = length(rng);
   c.lengths[777] = 5000;  // one long sequence among them
-  for (Align align : kAligns) {
-    c.align = align;
-    c.trunc = align == Align::kLeft ? Truncate::kLeft : Truncate::kRight;
-    c.max_len = 45;
-    c.inner = 1;
-    check_case<std::uint8_t, OffsetT>(c, rng);
-    c.inner = 2;  // 8-byte rows
-    c.max_len = 40;
-    check_case<float, OffsetT>(c, rng);
+  const RestoreTokenGroups restore;
+  for (bool token_groups : {true, false}) {
+    INFO((token_groups ? "token groups" : "vector kernels"));
+    detail::set_convert_token_groups_enabled(token_groups);
+    for (Align align : kAligns) {
+      c.align = align;
+      c.trunc = align == Align::kLeft ? Truncate::kLeft : Truncate::kRight;
+      c.max_len = 45;
+      c.inner = 1;
+      check_case<std::uint8_t, OffsetT>(c, rng);
+      c.inner = 2;  // 8-byte rows
+      c.max_len = 40;
+      check_case<float, OffsetT>(c, rng);
+    }
   }
 }
 
@@ -366,38 +462,44 @@ TEMPLATE_TEST_CASE("malformed offsets never fault", "[convert][gpu][errors]", st
       {7, 3, -2, 50, 1},      // everything wrong
       {0, 10, 0, 10, 0, 10},  // overlapping sequences
   };
+  const RestoreTokenGroups restore;
   for (const std::vector<OffsetT>& offsets : bad_offsets) {
     const std::int64_t batch = static_cast<std::int64_t>(offsets.size()) - 1;
     DeviceBuffer<OffsetT> d_offsets(offsets);
+    // At D = 1 the token groups, and with them off the vector kernels (D = 64: vector kernels either way).
     for (std::int64_t inner : {1, 64}) {
       for (std::int64_t max_len : {0, 3, 20}) {
-        for (Align align : kAligns) {
-          for (Truncate trunc : kTruncs) {
-            INFO("offsets[1] " << offsets[1] << ", inner " << inner << ", max_len " << max_len);
-            const HostArray<float> values = random_array<float>(static_cast<std::size_t>(nnz * inner), rng);
-            DeviceArray<float> d_values(values.size(), 0);
-            d_values.upload(values);
-            DeviceArray<float> d_padded(static_cast<std::size_t>(batch * max_len * inner), 0);
-            d_padded.poison();
-            const RaggedView<const float, OffsetT> src{d_values.data(), d_offsets.data(), batch, nnz, inner};
-            run_op([&](void* ws, std::size_t& bytes) {
-              return ragged_to_padded(ws, bytes, src, PaddedView<float>{d_padded.data(), batch, max_len, inner},
-                                      1.0f, align, trunc, nullptr);
-            });
-            // Each padded element depends only on its own clamped sequence, so even here it matches the
-            // reference, which clamps the same way.
-            HostArray<float> expected(d_padded.count, poison_byte<float>());
-            reference::ragged_to_padded<float, OffsetT>({values.data(), offsets.data(), batch, nnz, inner},
-                                                        {expected.data(), batch, max_len, inner}, 1.0f, align,
-                                                        trunc);
-            require_same_bytes(d_padded.download(), expected);
+        for (bool token_groups : {true, false}) {
+          detail::set_convert_token_groups_enabled(token_groups);
+          for (Align align : kAligns) {
+            for (Truncate trunc : kTruncs) {
+              INFO("offsets[1] " << offsets[1] << ", inner " << inner << ", max_len " << max_len
+                                 << (token_groups ? ", token groups" : ", vector kernels"));
+              const HostArray<float> values = random_array<float>(static_cast<std::size_t>(nnz * inner), rng);
+              DeviceArray<float> d_values(values.size(), 0);
+              d_values.upload(values);
+              DeviceArray<float> d_padded(static_cast<std::size_t>(batch * max_len * inner), 0);
+              d_padded.poison();
+              const RaggedView<const float, OffsetT> src{d_values.data(), d_offsets.data(), batch, nnz, inner};
+              run_op([&](void* ws, std::size_t& bytes) {
+                return ragged_to_padded(ws, bytes, src, PaddedView<float>{d_padded.data(), batch, max_len, inner},
+                                        1.0f, align, trunc, nullptr);
+              });
+              // Each padded element depends only on its own clamped sequence, so even here it matches the
+              // reference, which clamps the same way.
+              HostArray<float> expected(d_padded.count, poison_byte<float>());
+              reference::ragged_to_padded<float, OffsetT>({values.data(), offsets.data(), batch, nnz, inner},
+                                                          {expected.data(), batch, max_len, inner}, 1.0f, align,
+                                                          trunc);
+              require_same_bytes(d_padded.download(), expected);
 
-            const RaggedView<float, OffsetT> dst{d_values.data(), d_offsets.data(), batch, nnz, inner};
-            run_op([&](void* ws, std::size_t& bytes) {
-              return padded_to_ragged(ws, bytes, PaddedView<const float>{d_padded.data(), batch, max_len, inner},
-                                      dst, 2.0f, align, trunc, nullptr);
-            });
-            REQUIRE_CUDA(cudaGetLastError());
+              const RaggedView<float, OffsetT> dst{d_values.data(), d_offsets.data(), batch, nnz, inner};
+              run_op([&](void* ws, std::size_t& bytes) {
+                return padded_to_ragged(ws, bytes, PaddedView<const float>{d_padded.data(), batch, max_len, inner},
+                                        dst, 2.0f, align, trunc, nullptr);
+              });
+              REQUIRE_CUDA(cudaGetLastError());
+            }
           }
         }
       }
