@@ -10,10 +10,11 @@ constexpr std::size_t kMiB = std::size_t{1} << 20;
 constexpr std::int64_t kMeanLength = 256;
 
 void add_cases(std::vector<RaggedCase>& out, const std::vector<LengthDistribution>& distributions,
-               const std::vector<std::int64_t>& inners, std::size_t value_bytes) {
+               const std::vector<std::int64_t>& inners, std::size_t value_bytes,
+               std::size_t elem_size = sizeof(float)) {
   for (const LengthDistribution distribution : distributions)
     for (const std::int64_t inner : inners)
-      out.push_back(make_ragged_case(distribution, inner, sizeof(float), value_bytes, kMeanLength));
+      out.push_back(make_ragged_case(distribution, inner, elem_size, value_bytes, kMeanLength));
 }
 
 void add_file_cases(std::vector<RaggedCase>& out, const std::vector<std::int64_t>& inners, std::size_t value_bytes) {
@@ -42,6 +43,13 @@ std::vector<RaggedCase> gpu_convert_cases() {
     if (distribution != LengthDistribution::kLognormal) add_cases(cases, {distribution}, {1, 64, 1024}, large);
   add_cases(cases, {LengthDistribution::kLognormal, LengthDistribution::kUniform}, {1, 64}, small);
   add_file_cases(cases, {1, 64, 1024}, large);
+  return cases;
+}
+
+std::vector<RaggedCase> gpu_convert_narrow_cases(std::size_t elem_size) {
+  std::vector<RaggedCase> cases;
+  add_cases(cases, {LengthDistribution::kLognormal, LengthDistribution::kUniform}, {1}, scaled_bytes(64 * kMiB),
+            elem_size);
   return cases;
 }
 

@@ -215,7 +215,8 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kTokens = TokenGroup<Token>::kTokens;
   constexpr int kGroups = kGroupsPerThread<Token>;
   constexpr std::int64_t kTileGroups = static_cast<std::int64_t>(kThreads) * kGroups;
-  constexpr unsigned kAllOwned = kTokens == 32 ? ~0u : (1u << kTokens) - 1u;
+  static_assert(kTokens <= 16, "a group is 16 bytes of tokens of at least 1 byte");
+  constexpr unsigned kAllOwned = (1u << kTokens) - 1u;
   // The sequences of the tile's first and last tokens: every token in between belongs to one in that range.
   __shared__ std::int64_t tile_sequences[2];
   const int warp = static_cast<int>(threadIdx.x / 32);

@@ -18,6 +18,7 @@
 #include "ragged/rnn.h"
 #include "ragged/status.h"
 #include "rnn_geometry.h"
+#include "setting_scope.h"
 
 namespace ragged {
 namespace detail {
@@ -120,17 +121,8 @@ void set_rnn_kept_chunks(RnnKeptChunks policy);
 int rnn_kept_chunk_cap();
 void set_rnn_kept_chunk_cap(int chunks);
 
-// rnn_kept_chunks() set to `policy` while the scope lives (the benchmarks' rows of each policy).
-class RnnKeptChunksScope {
- public:
-  explicit RnnKeptChunksScope(RnnKeptChunks policy) : saved_(rnn_kept_chunks()) { set_rnn_kept_chunks(policy); }
-  ~RnnKeptChunksScope() { set_rnn_kept_chunks(saved_); }
-  RnnKeptChunksScope(const RnnKeptChunksScope&) = delete;
-  RnnKeptChunksScope& operator=(const RnnKeptChunksScope&) = delete;
-
- private:
-  RnnKeptChunks saved_;
-};
+// rnn_kept_chunks() set to a policy while the scope lives (the benchmarks' rows of each policy).
+using RnnKeptChunksScope = SettingScope<RnnKeptChunks, rnn_kept_chunks, set_rnn_kept_chunks>;
 
 // The most buffers a persistent block with resident weights stages h through (plan_resident_layout, at most
 // kRnnResidentMaxStages, at least kRnnResidentStages): kRnnResidentMaxStages unless the process started with
@@ -139,17 +131,8 @@ class RnnKeptChunksScope {
 int rnn_resident_stages();
 void set_rnn_resident_stages(int stages);
 
-// rnn_resident_stages() set to `stages` while the scope lives (the benchmarks' rows of each depth).
-class RnnResidentStagesScope {
- public:
-  explicit RnnResidentStagesScope(int stages) : saved_(rnn_resident_stages()) { set_rnn_resident_stages(stages); }
-  ~RnnResidentStagesScope() { set_rnn_resident_stages(saved_); }
-  RnnResidentStagesScope(const RnnResidentStagesScope&) = delete;
-  RnnResidentStagesScope& operator=(const RnnResidentStagesScope&) = delete;
-
- private:
-  int saved_;
-};
+// rnn_resident_stages() set to a depth while the scope lives (the benchmarks' rows of each depth).
+using RnnResidentStagesScope = SettingScope<int, rnn_resident_stages, set_rnn_resident_stages>;
 
 // kAuto takes the per-step path up to this hidden size, whether or not a persistent kernel fits. Why: on the
 // H200 (docs/results/2026-11-27-h200-8cbd4e5921d3 and -a910134773d1, the recurrent kernels as they are now) the

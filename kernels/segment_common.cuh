@@ -735,6 +735,61 @@ __device__ __forceinline__ void subwarp_row_pass(const SegmentLayout<OffsetT>& L
   }
 }
 
+// Rows whose offsets a warp of the wide short-row pass reads at once (one load each by lanes 0 to 3), then
+// finishes one after another. Why 4, not subwarp_row_pass's 32: a short row at D = 1024 is up to 16 KB of floats,
+// and 64 MiB of rows of 0..4 tokens are 8192 rows, as batches of 32 work for 256 warps (an H200 holds thousands);
+// as batches of 4, 2048 warps with 4 rows of 1 or 2 rounds of loads each.
+constexpr int kWideBatchRows = 4;
+
+// The row pass of wide geometries with short rows (SegmentGeometry::subwarp_rows, vcols > 32, at most
+// kWideShortRowMaxTiles tiles): a warp per batch of kWideBatchRows rows (grid-stride), and per empty or short row
+// of it the whole warp, lane j taking vector columns j, j + 32, ..., kTilesAtOnce of them loaded before any is
+// finished. The contract is subwarp_row_pass's: held = load(begin, length, col) for a row of length >= 1, then
+// finish(b, begin, length, col, held) for every column, empty rows included (held unset). The warp of a group's
+// first batch writes the group's entry of group_work; it zeroes the arrival counters as row_pass does.
+template <int kTilesAtOnce, typename OffsetT, typename Load, typename Finish>
+__device__ __forceinline__ void wide_short_row_pass(const SegmentLayout<OffsetT>& L, Load load, Finish finish) {
+  allow_dependent_grid();  // as row_pass
+  using Held = decltype(load(std::int64_t{}, std::int64_t{}, int{}));
+  constexpr std::int64_t kBatchesPerGroup = kRowsPerGroup / kWideBatchRows;
+  const SegmentGeometry& g = L.geometry;
+  const int lane = lane_id();
+  const int vcols = static_cast<int>(g.vcols);
+  zero_arrivals(L);
+  const std::int64_t batches = (L.batch + kWideBatchRows - 1) / kWideBatchRows;
+  const std::int64_t warps = total_warps();
+  for (std::int64_t batch = global_warp(); batch < batches; batch += warps) {
+    // The offsets of this warp's batch after next, as subwarp_row_pass asks for its batch's.
+    const std::int64_t ahead = (batch + 2 * warps) * kWideBatchRows;
+    if (L.prefetch_groups > 0 && lane == 0 && ahead <= L.batch) prefetch_l2(L.offsets + ahead);
+    if (batch % kBatchesPerGroup == 0) write_group_work(L, batch / kBatchesPerGroup);
+    const std::int64_t b = batch * kWideBatchRows + lane;
+    const bool mine = lane < kWideBatchRows && b < L.batch;
+    std::int64_t begin = 0, length = 0;
+    if (mine) row_extent(L.offsets, b, L.nnz, begin, length);
+    unsigned rows = __ballot_sync(0xffffffffu, mine && is_tiny(length, g));
+    while (rows != 0) {  // warp-uniform
+      const int src = __ffs(rows) - 1;
+      rows &= rows - 1;
+      const std::int64_t row_begin = __shfl_sync(0xffffffffu, begin, src);
+      const std::int64_t row_length = __shfl_sync(0xffffffffu, length, src);
+      for (int first = 0; first < vcols; first += kTilesAtOnce * kWarpSize) {
+        Held held[kTilesAtOnce];
+#pragma unroll
+        for (int k = 0; k < kTilesAtOnce; ++k) {
+          const int col = first + k * kWarpSize + lane;
+          if (col < vcols && row_length > 0) held[k] = load(row_begin, row_length, col);
+        }
+#pragma unroll
+        for (int k = 0; k < kTilesAtOnce; ++k) {
+          const int col = first + k * kWarpSize + lane;
+          if (col < vcols) finish(batch * kWideBatchRows + src, row_begin, row_length, col, held[k]);
+        }
+      }
+    }
+  }
+}
+
 // Which vector column and token phase a lane takes in a (chunk, tile) unit, and whether it reads at all
 // (segment_geometry.h describes the layout).
 struct LaneSlot {
@@ -1088,8 +1143,10 @@ template <typename Args, typename OffsetT>
 inline Status build_plan(void (*rows_kernel)(Args), const Args& args, const SegmentLayout<OffsetT>& L,
                          const char* kernel_name, cudaStream_t stream) {
   unsigned blocks = 0;
-  // A warp per group of rows (row_pass), or per batch of 32 (subwarp_row_pass).
-  const std::int64_t rows_per_warp = L.geometry.subwarp_rows ? kWarpSize : kRowsPerGroup;
+  // A warp per group of rows (row_pass), or per batch of 32 (subwarp_row_pass) or kWideBatchRows
+  // (wide_short_row_pass).
+  const std::int64_t rows_per_warp =
+      !L.geometry.subwarp_rows ? kRowsPerGroup : L.geometry.narrow ? kWarpSize : kWideBatchRows;
   // Warp rows (warp_row_pass): a warp per row, as many as are resident.
   const std::int64_t warp_items =
       std::max({(L.batch + rows_per_warp - 1) / rows_per_warp, (arrival_words(L) + 1023) / 1024,

@@ -5,7 +5,8 @@
 // - A row is "tiny" when it holds at most 32 elements (D <= 32): one lane finishes it on its own, in order, in
 //   the row pass (below). Past D = 32, where 32 vectors are whole tokens (D / V lanes divide the warp), a row of
 //   at most kSubwarpRowTokens tokens is tiny too, and a sub-warp of D / V lanes finishes it, each lane one vector
-//   column in token order (subwarp_rows).
+//   column in token order (subwarp_rows). At wider D (up to kWideShortRowMaxTiles column tiles) such a row's
+//   sub-warp is the whole warp, lane j taking vector columns j, j + 32, ... (wide short rows).
 // - Every other non-empty row is cut into chunks of `chunk_tokens` tokens, counted from the row's own start.
 //   A chunk is further cut into column tiles when D is wide. One warp reduces one (chunk, tile) unit.
 //     narrow (D / V <= 32 vectors): lane j reads vector column j % (D/V) of token j / (D/V) + phases * i,
@@ -44,7 +45,7 @@ struct SegmentGeometry {
   std::int64_t sweeps = 1;        // register tiles per unit
   std::int64_t chunk_tokens = 1;  // tokens per unit: phases * items_per_lane * sweeps
   std::int64_t tiny_tokens = 0;   // rows with 0 < length <= tiny_tokens are finished by the row pass
-  bool subwarp_rows = false;      // ... by a sub-warp of vcols lanes per row (D > 32), not a lane per row
+  bool subwarp_rows = false;      // ... by a sub-warp of vcols lanes per row (D > 32; a warp at wide D), not a lane
   // At D = 1 (the scalar row pass): rows with tiny_tokens < length <= warp_row_tokens are finished by a warp each
   // in the row pass (warp_row_pass); 0: none. Set by the launchers (take_warp_rows, segment_common.cuh).
   std::int64_t warp_row_tokens = 0;
@@ -68,10 +69,20 @@ struct SegmentGeometry {
 // softmax 599 us, 0.056). A sub-warp has no merge, and a warp finishes 32 / vcols such rows at once.
 constexpr int kSubwarpRowTokens = 4;
 
-// Whether a geometry's short rows may take sub-warps: D > 32 (at most 32, a lane holds the whole row), narrow,
-// and 32 vectors are whole tokens, so that a warp holds a whole number of sub-warps.
+// Column tiles of the widest geometry whose short rows the row pass finishes, a warp per row (wide_short_row_pass,
+// segment_common.cuh): D <= 1024 in float, 2048 in half / bfloat16, with 16-byte vectors. Why: rows of 0 to 4
+// tokens at D = 1024 were units of the first pass, a warp per (row, column tile) of ~1 KB, each found by the unit
+// walk (H200, 087a77a: float sum 80.5 us for 64 MiB, copy_frac 0.31, where the softmax backward, reading twice
+// the bytes and writing them, took 73.9). Why a bound: a warp reads the whole row, so past it a few short rows
+// would leave most warps idle where the units spread each row's tiles.
+constexpr std::int64_t kWideShortRowMaxTiles = 8;
+
+// Whether a geometry's short rows may take sub-warps: D > 32 (at most 32, a lane holds the whole row), 16-byte
+// vectors, and either narrow with 32 vectors whole tokens, so that a warp holds a whole number of sub-warps, or
+// wide with at most kWideShortRowMaxTiles column tiles (the sub-warp is then the whole warp).
 RAGGED_HOST_DEVICE bool subwarp_rows_fit(const SegmentGeometry& g) {
-  return g.inner > kWarpSize && g.narrow && kWarpSize % g.vcols == 0;
+  if (g.inner <= kWarpSize || g.vec == 1) return false;
+  return g.narrow ? kWarpSize % g.vcols == 0 : g.tiles <= kWideShortRowMaxTiles;
 }
 
 // items_per_lane: how many vectors one lane holds per register tile (a tile is about 32 * items * V elements);

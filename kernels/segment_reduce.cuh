@@ -385,37 +385,42 @@ struct StreamAccOf<ExtremeAcc<kMin>> {
   using type = ExtremeAcc<kMin, int>;
 };
 
-// The row pass of geometries with sub-warp rows (subwarp_row_pass, segment_common.cuh): lane col of a short row's
-// sub-warp adds its vector column's tokens in order, from StreamAccOf<Acc>{} (a 32-bit index), and writes the
-// column's results; an empty row gets empty_value and arg -1. The order is the CPU reference's (a column in token
-// order), not the first pass's (a row's tokens spread over phases, then merged). One row per sub-warp at a time
-// (64 bytes per lane in flight). Blocks per SM (ptxas, sm_90): 4 for float with int32 offsets (64 registers, no
-// spill), 3 for the others (at 4, bfloat16 spilled 28-132 bytes and float with int64 offsets 4); two rows at a time
-// spilled the float sum 12 bytes at 3 blocks (80 registers).
-template <typename T, typename OffsetT>
-constexpr int kSubwarpReduceBlocks = sizeof(T) == 4 && sizeof(OffsetT) == 4 ? 4 : 3;
+// The row pass of geometries with sub-warp rows (subwarp_row_pass, segment_common.cuh; wide_short_row_pass at
+// wide D, kWide): lane col of a short row's sub-warp adds its vector column's tokens in order, from
+// StreamAccOf<Acc>{} (a 32-bit index), and writes the column's results; an empty row gets empty_value and arg -1.
+// The order is the CPU reference's (a column in token order). At narrow D it is not the first pass's (a row's
+// tokens spread over phases, then merged); at wide D it is (one phase: a unit's lane adds its column's tokens in
+// order), so wide short rows give the units' bits. One row per sub-warp at a time (64 bytes per lane in flight;
+// at wide D kWideReduceTiles tiles of a row: 256 bytes in float, 128 in 16 bits). Blocks per SM (ptxas, sm_90): 4 for float with int32 offsets (64
+// registers, no spill), 3 for the others (at 4, bfloat16 spilled 28-132 bytes and float with int64 offsets 4);
+// two rows at a time spilled the float sum 12 bytes at 3 blocks (80 registers). The wide kernels: 2 (float: 4 tiles
+// of 4 tokens are 64 registers of loads; 16-bit: 2 tiles, where 4 spilled 244-364 bytes at 128 registers).
+template <typename T, typename OffsetT, bool kWide>
+constexpr int kSubwarpReduceBlocks = kWide ? 2 : sizeof(T) == 4 && sizeof(OffsetT) == 4 ? 4 : 3;
+template <typename T>
+constexpr int kWideReduceTiles = sizeof(T) == 4 ? 4 : 2;
 
-template <typename T, typename OffsetT, typename Acc, int V>
-__global__ void __launch_bounds__(kThreads, (kSubwarpReduceBlocks<T, OffsetT>))
+template <typename T, typename OffsetT, typename Acc, int V, bool kWide>
+__global__ void __launch_bounds__(kThreads, (kSubwarpReduceBlocks<T, OffsetT, kWide>))
     segment_reduce_subwarp_rows_kernel(const __grid_constant__ SegmentReduceArgs<T, OffsetT> a) {
   using Scalar = typename StreamAccOf<Acc>::type;
   const std::int64_t D = a.layout.geometry.inner;
-  subwarp_row_pass<1>(
-      a.layout,
-      [&](std::int64_t begin, std::int64_t length, int col) {
-        return load_subwarp_column<T, V>(a.values, D, begin, length, col);
-      },
-      [&](std::int64_t b, std::int64_t, std::int64_t length, int col, const SubwarpColumn<T, V>& h) {
-        Scalar acc[V];
+  auto load = [&](std::int64_t begin, std::int64_t length, int col) {
+    return load_subwarp_column<T, V>(a.values, D, begin, length, col);
+  };
+  auto finish = [&](std::int64_t b, std::int64_t, std::int64_t length, int col, const SubwarpColumn<T, V>& h) {
+    Scalar acc[V];
 #pragma unroll
-        for (int k = 0; k < kSubwarpRowTokens; ++k)
-          if (k < length) {
+    for (int k = 0; k < kSubwarpRowTokens; ++k)
+      if (k < length) {
 #pragma unroll
-            for (int v = 0; v < V; ++v) acc[v].add(to_float(h.x[k].v[v]), k);
-          }
+        for (int v = 0; v < V; ++v) acc[v].add(to_float(h.x[k].v[v]), k);
+      }
 #pragma unroll
-        for (int v = 0; v < V; ++v) write_result(a, b, col * V + v, acc[v], length);
-      });
+    for (int v = 0; v < V; ++v) write_result(a, b, col * V + v, acc[v], length);
+  };
+  if constexpr (kWide) wide_short_row_pass<kWideReduceTiles<T>>(a.layout, load, finish);
+  else subwarp_row_pass<1>(a.layout, load, finish);
 }
 
 // Whether the stream's window folds a row's lines at once (ExtremeAcc::add_masked: add()'s result, each lane's
@@ -627,8 +632,10 @@ Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t str
   // rows at D > 32 (subwarp_rows, only at V > 1): the sub-warp row pass.
   if (g.subwarp_rows) {
     if constexpr (V > 1)
-      RAGGED_RETURN_IF_ERROR(build_plan(&segment_reduce_subwarp_rows_kernel<T, OffsetT, Acc, V>, a, L,
-                                        "segment_reduce_subwarp_rows_kernel", stream));
+      RAGGED_RETURN_IF_ERROR(g.narrow ? build_plan(&segment_reduce_subwarp_rows_kernel<T, OffsetT, Acc, V, false>, a,
+                                                   L, "segment_reduce_subwarp_rows_kernel", stream)
+                                      : build_plan(&segment_reduce_subwarp_rows_kernel<T, OffsetT, Acc, V, true>, a,
+                                                   L, "segment_reduce_subwarp_rows_kernel", stream));
     else
       return fail(Status::kInvalidArgument, "segment_reduce: sub-warp rows without 16-byte vectors");
   } else {

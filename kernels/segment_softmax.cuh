@@ -555,26 +555,32 @@ __device__ __forceinline__ void normalize_subwarp_row(const SegmentSoftmaxArgs<T
   }
 }
 
-// The row pass of geometries with sub-warp rows (subwarp_row_pass, segment_common.cuh): each short row read once
-// and written from registers by its sub-warp (normalize_subwarp_row); an empty row has no output. One row per
-// sub-warp at a time. Registers (ptxas, sm_90, no spills): the float forward 64-68 at 3 blocks per SM; at 2,
-// the half forward 80-84, bfloat16 forward 96-101, and the backward 80-86 (float), 89-96 (half), 119-122
-// (bfloat16). 3 blocks spilled 24-48 bytes in the 16-bit forward; two rows per sub-warp, 24-1496 at 2 blocks.
-template <typename Op, typename T, typename OffsetT, int V, bool kLog>
-__global__ void __launch_bounds__(kThreads, Op::kBackward || sizeof(T) < 4 ? 2 : 3)
+// Column tiles a wide short row's warp loads at once: x (forward, 2 tiles of 4 tokens, 32 registers), or x and dy
+// (backward, 1 tile). Held to 2 blocks per SM: float forward 94-100 registers, bfloat16 121-128.
+template <typename Op>
+constexpr int kWideSoftmaxTiles = Op::kBackward ? 1 : 2;
+
+// The row pass of geometries with sub-warp rows (subwarp_row_pass, segment_common.cuh; wide_short_row_pass at
+// wide D, kWide): each short row read once and written from registers by its sub-warp (normalize_subwarp_row); an
+// empty row has no output. One row per sub-warp at a time (at wide D, kWideSoftmaxTiles of its column tiles).
+// Registers (ptxas, sm_90, no spills): the float forward 64-68 at 3 blocks per SM; at 2, the half forward 80-84,
+// bfloat16 forward 96-101, and the backward 80-86 (float), 89-96 (half), 119-122 (bfloat16). 3 blocks spilled
+// 24-48 bytes in the 16-bit forward; two rows per sub-warp, 24-1496 at 2 blocks.
+template <typename Op, typename T, typename OffsetT, int V, bool kLog, bool kWide>
+__global__ void __launch_bounds__(kThreads, Op::kBackward || sizeof(T) < 4 || kWide ? 2 : 3)
     segment_softmax_subwarp_rows_kernel(const __grid_constant__ SegmentSoftmaxArgs<T, OffsetT> a) {
   const std::int64_t D = a.layout.geometry.inner;
-  subwarp_row_pass<1>(
-      a.layout,
-      [&](std::int64_t begin, std::int64_t length, int col) {
-        SubwarpXDy<T, V> h;
-        h.x = load_subwarp_column<T, V>(a.x, D, begin, length, col);
-        if constexpr (Op::kBackward) h.dy = load_subwarp_column<T, V>(a.dy, D, begin, length, col);
-        return h;
-      },
-      [&](std::int64_t, std::int64_t begin, std::int64_t length, int col, const SubwarpXDy<T, V>& h) {
-        if (length > 0) normalize_subwarp_row<Op, T, OffsetT, V, kLog>(a, begin, length, col, h);
-      });
+  auto load = [&](std::int64_t begin, std::int64_t length, int col) {
+    SubwarpXDy<T, V> h;
+    h.x = load_subwarp_column<T, V>(a.x, D, begin, length, col);
+    if constexpr (Op::kBackward) h.dy = load_subwarp_column<T, V>(a.dy, D, begin, length, col);
+    return h;
+  };
+  auto finish = [&](std::int64_t, std::int64_t begin, std::int64_t length, int col, const SubwarpXDy<T, V>& h) {
+    if (length > 0) normalize_subwarp_row<Op, T, OffsetT, V, kLog>(a, begin, length, col, h);
+  };
+  if constexpr (kWide) wide_short_row_pass<kWideSoftmaxTiles<Op>>(a.layout, load, finish);
+  else subwarp_row_pass<1>(a.layout, load, finish);
 }
 
 template <typename Op, typename T, typename OffsetT>
@@ -851,8 +857,11 @@ Status launch_softmax(const SegmentSoftmaxArgs<T, OffsetT>& args, cudaStream_t s
   // the warp rows in it. Short rows at D > 32 (subwarp_rows, only at V > 1): the sub-warp row pass.
   if (g.subwarp_rows) {
     if constexpr (V > 1)
-      RAGGED_RETURN_IF_ERROR(build_plan(&segment_softmax_subwarp_rows_kernel<Op, T, OffsetT, V, kLog>, a, L,
-                                        "segment_softmax_subwarp_rows_kernel", stream));
+      RAGGED_RETURN_IF_ERROR(
+          g.narrow ? build_plan(&segment_softmax_subwarp_rows_kernel<Op, T, OffsetT, V, kLog, false>, a, L,
+                                "segment_softmax_subwarp_rows_kernel", stream)
+                   : build_plan(&segment_softmax_subwarp_rows_kernel<Op, T, OffsetT, V, kLog, true>, a, L,
+                                "segment_softmax_subwarp_rows_kernel", stream));
     else
       return fail(Status::kInvalidArgument, "segment_softmax: sub-warp rows without 16-byte vectors");
   } else {

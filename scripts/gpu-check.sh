@@ -122,10 +122,10 @@ ab_suites() {
 }
 # ab_filter SETTING: the --benchmark_filter of SETTING's A/B run (empty: every benchmark). By default the ragged
 # rows SETTING can move: the conversions at D = 1 for the token groups (bench_convert.cu's names); in the segment
-# suite (bench_segment.cu's names) the sub-warp row pass runs at D = 64 to 256 only, the scalar row pass at D = 1
-# only (device_reduce's rows are D = 1), the warp rows in the forward reductions and the softmax (forward and
-# backward) at D = 1 only, block rows in the softmax only, staged merges where D has 16-byte vectors (the suite's
-# D = 64 and 1024).
+# suite (bench_segment.cu's names) the sub-warp row pass runs at D = 64 to 2048 (the suite's 64 and 1024), the
+# scalar row pass at D = 1 only (device_reduce's rows are D = 1), the warp rows in the forward reductions and the
+# softmax (forward and backward) at D = 1 only, block rows in the softmax only, staged merges where D has 16-byte
+# vectors (the suite's D = 64 and 1024).
 ab_filter() {
   if [[ " ${RAGGED_BENCH_ARGS:-} " == *" --benchmark_filter"* ]]; then return; fi
   if [ -n "${RAGGED_BENCH_AB_FILTER:-}" ]; then
@@ -134,7 +134,7 @@ ab_filter() {
   fi
   case "$1" in
     RAGGED_CONVERT_TOKEN_GROUPS=*) echo '^(ragged_to_padded|padded_to_ragged)/ragged/.*/inner:1/' ;;
-    RAGGED_SEGMENT_SUBWARP_ROWS=*) echo '/ragged/.*/inner:(64|128|256)/' ;;
+    RAGGED_SEGMENT_SUBWARP_ROWS=*) echo '/ragged/.*/inner:(64|1024)/' ;;
     RAGGED_SEGMENT_SCALAR_ROWS=*) echo '^device_reduce/ragged/|/ragged/.*/inner:1/' ;;
     RAGGED_SEGMENT_WARP_ROWS=*) echo '^segment_(sum|mean|max|min|argmax|argmin|(log_)?softmax(_backward)?)/ragged/.*/inner:1/' ;;
     RAGGED_SEGMENT_BLOCK_ROWS=*) echo '^segment_(log_)?softmax(_backward)?/ragged/' ;;

@@ -44,6 +44,9 @@ cases=(
   # DRAM throughput of that launch; with RAGGED_SEGMENT_SUBWARP_ROWS=0 both ops stream them in the first pass
   # instead (a warp per row), and RAGGED_SEGMENT_STREAM=0 on top walks them as units.
   "sum_tiny_d64;segment_gpu;segment_sum/ragged/uniform/inner:64/batch:131072/mean:2/manual_time;regex:segment_reduce;4;2"
+  # Rows of 0..4 tokens at D = 1024: units of the first pass, a warp per (row, column tile), until 2026-12-01; since
+  # then a warp per row in the row pass (wide_short_row_pass), 4 column tiles of loads at once.
+  "sum_tiny_d1024;segment_gpu;segment_sum/ragged/uniform/inner:1024/batch:8192/mean:2/manual_time;regex:segment_reduce;4;2"
   # D = 1, rows of ~256 floats: a unit per row in the first run (max at 0.54x CUB), then streamed, since
   # 2026-12-01 a warp each in the row pass (the unit kernel then finds no units); and the warp-per-row floor's one
   # kernel on the same rows (bench/warp_row_floor.h).

@@ -14,6 +14,9 @@ namespace {
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(__half* p, float v) { *p = __float2half_rn(v); }
 __device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void store(std::uint8_t* p, float v) {
+  *p = static_cast<std::uint8_t>(static_cast<int>(v));  // truncated, then modulo 256
+}
 
 template <typename T>
 __global__ void fill_uniform_kernel(T* data, std::int64_t count, float scale, std::uint32_t seed) {
@@ -39,6 +42,7 @@ void fill_uniform(T* data, std::size_t count, float scale, std::uint32_t seed, c
 template void fill_uniform<float>(float*, std::size_t, float, std::uint32_t, cudaStream_t);
 template void fill_uniform<__half>(__half*, std::size_t, float, std::uint32_t, cudaStream_t);
 template void fill_uniform<__nv_bfloat16>(__nv_bfloat16*, std::size_t, float, std::uint32_t, cudaStream_t);
+template void fill_uniform<std::uint8_t>(std::uint8_t*, std::size_t, float, std::uint32_t, cudaStream_t);
 
 CublasHandle::CublasHandle() {
   const cublasStatus_t status = cublasCreate(&handle_);

@@ -13,7 +13,8 @@ namespace ragged {
 namespace bench {
 
 // Fills `count` values with uniform numbers in [-scale, scale) hashed from the index and `seed`: a kernel's speed
-// must not come from easy data (zeros, constants). For float, __half and __nv_bfloat16 (rounded to nearest).
+// must not come from easy data (zeros, constants). For float, __half and __nv_bfloat16 (rounded to nearest), and
+// std::uint8_t (the integer part modulo 256: a scale of 128 reaches every byte).
 template <typename T>
 void fill_uniform(T* data, std::size_t count, float scale, std::uint32_t seed, cudaStream_t stream);
 

@@ -114,10 +114,13 @@ TEST_CASE("segment geometry: lanes, phases and tiles cover D exactly once", "[se
         REQUIRE((g.tiles - 1) * 32 < g.vcols);
       }
       if (g.subwarp_rows) {
-        // Past D = 32, a short row's sub-warp is vcols lanes, and a warp holds whole sub-warps.
+        // Past D = 32 with 16-byte vectors, a short row's sub-warp is vcols lanes and a warp holds whole
+        // sub-warps, or, at wide D, the sub-warp is the warp and its lanes walk at most kWideShortRowMaxTiles
+        // column tiles.
         REQUIRE(inner > 32);
-        REQUIRE(g.narrow);
-        REQUIRE(32 % g.vcols == 0);
+        REQUIRE(g.vec > 1);
+        if (g.narrow) REQUIRE(32 % g.vcols == 0);
+        else REQUIRE(g.tiles <= ragged::detail::kWideShortRowMaxTiles);
         REQUIRE(g.tiny_tokens == ragged::detail::kSubwarpRowTokens);
       } else {
         // A tiny row fits one lane: at most 32 elements.
@@ -129,16 +132,19 @@ TEST_CASE("segment geometry: lanes, phases and tiles cover D exactly once", "[se
 }
 
 TEST_CASE("segment geometry: which shapes take the sub-warp row pass", "[segment][geometry]") {
-  // D > 32, narrow, and 32 / vcols whole rows a warp: at 16-byte vectors D = 64 and 128 in float, 64 to 256 in
-  // half; never at vector width 1 (vcols = D > 32 is not narrow), nor where it was not asked for.
+  // D > 32 with 16-byte vectors, and either narrow with 32 / vcols whole rows a warp (D = 64 and 128 in float, 64
+  // to 256 in half) or wide with at most 8 column tiles (a warp per row: D = 132 to 1024 in float, 264 to 2048 in
+  // half); never at vector width 1, nor where it was not asked for.
   struct Case {
     std::int64_t inner;
     int vec;
     bool subwarp;
   };
-  const Case cases[] = {{32, 4, false}, {33, 1, false}, {48, 4, false}, {64, 4, true},  {64, 1, false},
-                        {96, 4, false}, {128, 4, true}, {256, 4, false}, {64, 8, true},  {128, 8, true},
-                        {256, 8, true}, {512, 8, false}, {40, 8, false}, {1000, 8, false}};
+  const Case cases[] = {{32, 4, false},  {33, 1, false},   {48, 4, false},   {64, 4, true},     {64, 1, false},
+                        {96, 4, false},  {128, 4, true},   {132, 4, true},   {256, 4, true},    {264, 4, true},
+                        {1000, 4, true}, {1024, 4, true},  {1028, 4, false}, {4096, 4, false},  {1000, 1, false},
+                        {256, 1, false}, {64, 8, true},    {128, 8, true},   {256, 8, true},    {512, 8, true},
+                        {40, 8, false},  {1000, 8, true},  {2048, 8, true},  {2056, 8, false}, {264, 8, true}};
   for (const Case& c : cases) {
     INFO("D = " << c.inner << ", vec = " << c.vec);
     REQUIRE(make_segment_geometry(c.inner, c.vec, 256 / c.vec, 1, 1, true).subwarp_rows == c.subwarp);

@@ -330,11 +330,14 @@ inline std::vector<std::int64_t> many_rows_few_warp_rows(std::mt19937_64& rng) {
 
 // Lengths for the sub-warp row pass (rows of at most detail::kSubwarpRowTokens tokens at D > 32): mostly 0 to 4
 // tokens, with rows of 5 to 40 and a few of several chunks among them (for the first pass's plan), over several
-// groups of 128 rows, so that a batch of 32 holds any number of short rows.
-inline std::vector<std::int64_t> subwarp_lengths(std::mt19937_64& rng) {
+// groups of 128 rows, so that a batch of 32 (or of 4, wide) holds any number of short rows. `wide`: for D of
+// several column tiles (up to 1024), fewer rows and long rows of at most 200 tokens, which still have several
+// chunks there (64 tokens a reduce chunk in float), so that the emulator's run stays short.
+inline std::vector<std::int64_t> subwarp_lengths(std::mt19937_64& rng, bool wide = false) {
   std::uniform_int_distribution<int> kind(0, 19);
-  std::uniform_int_distribution<std::int64_t> short_row(0, detail::kSubwarpRowTokens), medium(5, 40), long_row(41, 600);
-  std::vector<std::int64_t> lengths(std::uniform_int_distribution<std::size_t>(300, 700)(rng));
+  std::uniform_int_distribution<std::int64_t> short_row(0, detail::kSubwarpRowTokens), medium(5, 40),
+      long_row(41, wide ? 200 : 600);
+  std::vector<std::int64_t> lengths(std::uniform_int_distribution<std::size_t>(wide ? 150 : 300, wide ? 300 : 700)(rng));
   for (std::int64_t& l : lengths) {
     const int k = kind(rng);
     l = k < 16 ? short_row(rng) : k < 19 ? medium(rng) : long_row(rng);

@@ -3,7 +3,7 @@
 // power-law lengths and one row holding ~all of 1M+ elements; rows whose partials take merge trees of one to
 // three levels; NaN, infinities, ties and signed zeros; bitwise determinism and batch invariance; streamed rows
 // against the unit walk, bitwise; the sub-warp row pass of short rows at D > 32 against the first pass (max / min
-// bitwise); the warp rows at D = 1 against the streams, bitwise; capture in a CUDA graph; a short workspace and
+// bitwise, every op at wide D); the warp rows at D = 1 against the streams, bitwise; capture in a CUDA graph; a short workspace and
 // malformed offsets (the other argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
@@ -336,11 +336,15 @@ TEMPLATE_TEST_CASE("segment_reduce: streamed rows give the unit walk's bits", "[
 
 TEMPLATE_TEST_CASE("segment_reduce: the sub-warp row pass gives the first pass's max and min", "[segment][gpu]",
                    F32_I32, F32_I64, BF16_I32, F16_I64) {
-  // Rows of at most 4 tokens at D > 32 (64, 128, 256 where 16-byte vectors make 32 / vcols whole rows a warp)
-  // are finished by a sub-warp of the row pass (segment_reduce_subwarp_rows_kernel) instead of the first pass.
-  // Max / min select one input by a total order (NaN first, then the extreme, then the lower index), so both
-  // paths must give the same bits and the same arg, ties, signed zeros, NaN and infinities included; the sums
-  // add in another order, so they are held against the reference (also under both settings).
+  // Rows of at most 4 tokens at D > 32 with 16-byte vectors are finished by the row pass
+  // (segment_reduce_subwarp_rows_kernel) instead of the first pass: by a sub-warp at D = 64, 128, 256 where 32 /
+  // vcols whole rows fit a warp, by the whole warp over the column tiles at wider D (264: 3 float tiles, the last
+  // of 2 lanes, or 2 bfloat16 ones, the last of 1; 520: 5 float tiles, more than one round of loads). D = 1000 in
+  // the reference tests is 8 float tiles. Max / min select one input by a total order (NaN first, then the
+  // extreme, then the lower index), so both paths must give the same bits and the same arg, ties, signed zeros,
+  // NaN and infinities included. At narrow D the sums add in another order, so they are held against the
+  // reference (also under both settings); at wide D a unit's lane adds its column in token order too, so every
+  // op must agree bitwise.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(421);
@@ -348,24 +352,26 @@ TEMPLATE_TEST_CASE("segment_reduce: the sub-warp row pass gives the first pass's
   const double special_values[] = {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity(),
                                    -1.0, -0.0, 0.0, 1.0, std::numeric_limits<double>::infinity()};
   std::discrete_distribution<int> pick_special({1, 2, 8, 8, 8, 8, 2});
-  for (std::int64_t inner : {64, 128, 256}) {
+  for (std::int64_t inner : {64, 128, 256, 264, 520}) {
     const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
-    const bool fits = detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec, 1, 1, true)
-                          .subwarp_rows;
-    REQUIRE(fits == (inner / vec <= 32));  // float at D = 256 has 64 vectors a token: no sub-warp rows
-    if (!fits) continue;
+    const auto g = detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec, 1, 1, true);
+    const std::int64_t vcols = inner / vec;
+    REQUIRE(g.subwarp_rows == (vcols <= 32 ? 32 % vcols == 0 : (vcols + 31) / 32 <= detail::kWideShortRowMaxTiles));
+    REQUIRE(g.subwarp_rows);
+    std::vector<ReduceOp> same_bits{ReduceOp::kMax, ReduceOp::kMin};
+    if (!g.narrow) same_bits.insert(same_bits.end(), {ReduceOp::kSum, ReduceOp::kMean});
     for (bool ties : {false, true}) {
       INFO("inner " << inner << (ties ? ", values from {NaN, -inf, -1, -0, 0, 1, inf}" : ", random values"));
-      auto host = test::random_ragged<T, OffsetT>(subwarp_lengths(rng), inner, rng);
+      auto host = test::random_ragged<T, OffsetT>(subwarp_lengths(rng, !g.narrow), inner, rng);
       if (ties)
         for (T& v : host.values) v = test::round_to<T>(special_values[pick_special(rng)]);
       const DeviceRagged<T, OffsetT> dev(host);
-      for (ReduceOp op : {ReduceOp::kMax, ReduceOp::kMin}) {
+      for (ReduceOp op : same_bits) {
         INFO("op " << reduce_op_name(op));
         detail::set_segment_subwarp_rows_enabled(true);
-        const ReduceOutput<T> subwarp = device_reduce(dev, op, true, -1.5f);
+        const ReduceOutput<T> subwarp = device_reduce(dev, op, is_extreme(op), -1.5f);
         detail::set_segment_subwarp_rows_enabled(false);
-        require_same_bits(subwarp, device_reduce(dev, op, true, -1.5f));
+        require_same_bits(subwarp, device_reduce(dev, op, is_extreme(op), -1.5f));
       }
       if (!ties)
         for (bool on : {true, false}) {

@@ -2,7 +2,7 @@
 // offset types, D in {1, 3, 64, 1000}, every length regime plus power-law lengths and one row holding ~all of
 // 1M+ elements; rows around the local-finish and block-row limits; NaN and masked (-inf) inputs; spare rows past
 // offsets[batch] left untouched; bitwise determinism and batch invariance; streamed rows against the unit walk,
-// bitwise; short rows at D > 32 in the sub-warp row pass; rows of 33 to 512 tokens at D = 1 taken a warp each,
+// bitwise; short rows at D > 32 in the sub-warp row pass (a warp each at wide D); rows of 33 to 512 tokens at D = 1 taken a warp each,
 // bitwise against the streams; launches after a cudaDeviceReset; a short workspace and malformed offsets (the
 // other argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
@@ -459,25 +459,26 @@ TEMPLATE_TEST_CASE("segment_softmax: smaller merge stagings give the register me
 
 TEMPLATE_TEST_CASE("segment_softmax: short rows at D > 32 in the sub-warp row pass", "[segment][gpu]", F32_I32,
                    F16_I64, BF16_I32) {
-  // Rows of at most 4 tokens at D = 64, 128, 256 (where 16-byte vectors make 32 / vcols whole rows a warp) are
-  // read once and written from registers by a sub-warp of the row pass (segment_softmax_subwarp_rows_kernel),
-  // forward and backward. Against the reference with the pass on and off, on random values and on rows with
-  // fully masked (-inf) columns, masked items and NaN, whose outputs must be NaN as the reference's.
+  // Rows of at most 4 tokens at D > 32 with 16-byte vectors are read once and written from registers by the row
+  // pass (segment_softmax_subwarp_rows_kernel), forward and backward: by a sub-warp at D = 64, 128, 256 where 32 /
+  // vcols whole rows fit a warp, by the whole warp over the column tiles at wider D (264: 3 float tiles, the last
+  // of 2 lanes, or 2 bfloat16 ones, the last of 1; 520: 5 float tiles, more than one round of loads). D = 1000 in
+  // the reference tests is 8 float tiles. Against the reference with the pass on and off, on random values
+  // and on rows with fully masked (-inf) columns, masked items and NaN, whose outputs must be NaN as the
+  // reference's.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(991);
   const RestoreSubwarpRows restore;
   std::bernoulli_distribution masked(0.25), column_masked(0.1), nan(0.02);
-  for (std::int64_t inner : {64, 128, 256}) {
+  for (std::int64_t inner : {64, 128, 256, 264, 520}) {
     const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
-    bool fits = true;
     for (bool backward : {false, true})
-      fits = fits && detail::make_softmax_geometry(inner, vec, sizeof(T), backward, true).subwarp_rows;
-    REQUIRE(fits == (inner / vec <= 32));  // float at D = 256 has 64 vectors a token: no sub-warp rows
-    if (!fits) continue;
+      REQUIRE(detail::make_softmax_geometry(inner, vec, sizeof(T), backward, true).subwarp_rows);
+    const bool wide = inner / vec > 32;
     for (bool special : {false, true}) {
       INFO("inner " << inner << (special ? ", masked columns, masked items and NaN" : ", random values"));
-      auto host = test::random_ragged<T, OffsetT>(subwarp_lengths(rng), inner, rng, kSpareRows);
+      auto host = test::random_ragged<T, OffsetT>(subwarp_lengths(rng, wide), inner, rng, kSpareRows);
       if (special)
         for (std::int64_t b = 0; b < host.batch; ++b)
           for (std::int64_t d = 0; d < inner; ++d) {
