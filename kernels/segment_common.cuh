@@ -740,6 +740,8 @@ __device__ __forceinline__ void subwarp_row_pass(const SegmentLayout<OffsetT>& L
 // and 64 MiB of rows of 0..4 tokens are 8192 rows, as batches of 32 work for 256 warps (an H200 holds thousands);
 // as batches of 4, 2048 warps with 4 rows of 1 or 2 rounds of loads each.
 constexpr int kWideBatchRows = 4;
+static_assert(kRowsPerGroup % kWideBatchRows == 0 && kWideBatchRows <= kWarpSize,
+              "a group is whole batches, and a batch's rows one lane each");
 
 // The row pass of wide geometries with short rows (SegmentGeometry::subwarp_rows, vcols > 32, at most
 // kWideShortRowMaxTiles tiles): a warp per batch of kWideBatchRows rows (grid-stride), and per empty or short row

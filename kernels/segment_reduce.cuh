@@ -385,16 +385,16 @@ struct StreamAccOf<ExtremeAcc<kMin>> {
   using type = ExtremeAcc<kMin, int>;
 };
 
-// The row pass of geometries with sub-warp rows (subwarp_row_pass, segment_common.cuh; wide_short_row_pass at
-// wide D, kWide): lane col of a short row's sub-warp adds its vector column's tokens in order, from
-// StreamAccOf<Acc>{} (a 32-bit index), and writes the column's results; an empty row gets empty_value and arg -1.
-// The order is the CPU reference's (a column in token order). At narrow D it is not the first pass's (a row's
-// tokens spread over phases, then merged); at wide D it is (one phase: a unit's lane adds its column's tokens in
-// order), so wide short rows give the units' bits. One row per sub-warp at a time (64 bytes per lane in flight;
-// at wide D kWideReduceTiles tiles of a row: 256 bytes in float, 128 in 16 bits). Blocks per SM (ptxas, sm_90): 4 for float with int32 offsets (64
-// registers, no spill), 3 for the others (at 4, bfloat16 spilled 28-132 bytes and float with int64 offsets 4);
-// two rows at a time spilled the float sum 12 bytes at 3 blocks (80 registers). The wide kernels: 2 (float: 4 tiles
-// of 4 tokens are 64 registers of loads; 16-bit: 2 tiles, where 4 spilled 244-364 bytes at 128 registers).
+// The row pass of geometries with sub-warp rows (subwarp_row_pass, segment_common.cuh; wide_short_row_pass at wide D,
+// kWide): lane col of a short row's sub-warp adds its vector column's tokens in order, from StreamAccOf<Acc>{} (a
+// 32-bit index), and writes the column's results; an empty row gets empty_value and arg -1. The order is the CPU
+// reference's (a column in token order). At narrow D it is not the first pass's (a row's tokens spread over phases,
+// then merged); at wide D it is (one phase: a unit's lane adds its column's tokens in order), so wide short rows give
+// the units' bits. One row per sub-warp at a time (64 bytes per lane in flight; at wide D kWideReduceTiles tiles of a
+// row: 256 bytes in float, 128 in 16 bits). Blocks per SM (ptxas, sm_90): 4 for float with int32 offsets (64 registers,
+// no spill), 3 for the others (at 4, bfloat16 spilled 28-132 bytes and float with int64 offsets 4); two rows at a time
+// spilled the float sum 12 bytes at 3 blocks (80 registers). The wide kernels: 2 (float: 4 tiles of 4 tokens are 64
+// registers of loads; 16-bit: 2 tiles, where 4 spilled 244-364 bytes at 128 registers).
 template <typename T, typename OffsetT, bool kWide>
 constexpr int kSubwarpReduceBlocks = kWide ? 2 : sizeof(T) == 4 && sizeof(OffsetT) == 4 ? 4 : 3;
 template <typename T>

@@ -123,6 +123,8 @@ std::vector<MalformedOffsets<OffsetT>> malformed_offsets_cases() {
       {"decreasing, negative and beyond nnz", {0, 5, 3, 100000, -7, 20, 20}, 20},
       {"offsets[0] != 0", {7, 2, 2, 30, 19, 25, 40}, 20},
       {"type extremes", {0, kMax, kMin, kMax, 0, 20, kMin}, 20},
+      // Rows of at most 4 tokens, overlapping, from a negative offset and past nnz: the short-row passes.
+      {"short rows, overlapping and out of range", {0, 3, 1, 4, -2, 2, 19, 23, 18, 21, 20, 20}, 20},
   };
   // Rows of a few hundred tokens, overlapping, one from a negative offset, one to past nnz: the warp rows at D = 1
   // (33 to 512 tokens, taken where rows average more than 16 tokens: 2000 > 16 x 10).
@@ -337,7 +339,8 @@ inline std::vector<std::int64_t> subwarp_lengths(std::mt19937_64& rng, bool wide
   std::uniform_int_distribution<int> kind(0, 19);
   std::uniform_int_distribution<std::int64_t> short_row(0, detail::kSubwarpRowTokens), medium(5, 40),
       long_row(41, wide ? 200 : 600);
-  std::vector<std::int64_t> lengths(std::uniform_int_distribution<std::size_t>(wide ? 150 : 300, wide ? 300 : 700)(rng));
+  const std::size_t rows = std::uniform_int_distribution<std::size_t>(wide ? 150 : 300, wide ? 300 : 700)(rng);
+  std::vector<std::int64_t> lengths(rows);
   for (std::int64_t& l : lengths) {
     const int k = kind(rng);
     l = k < 16 ? short_row(rng) : k < 19 ? medium(rng) : long_row(rng);
