@@ -548,13 +548,19 @@ __device__ __forceinline__ void prefetch_weight_chunks(const KernelParams<T>& p,
   const int col0 = first * g.k_chunk, col1 = min(g.k, (first + chunks) * g.k_chunk);
   if (col0 >= col1) return;  // every chunk kept
   const int line0 = col0 * static_cast<int>(sizeof(T)) / kLine;  // within a row
-  const int lines = (col1 * static_cast<int>(sizeof(T)) + kLine - 1) / kLine - line0;
+  const int end_byte = col1 * static_cast<int>(sizeof(T));        // within a row
+  const int lines = (end_byte + kLine - 1) / kLine - line0;
   const char* w = reinterpret_cast<const char*>(p.a.w_hh[d]);
-  for (int i = threadIdx.x; i < p.a.gates * p.units * lines; i += blockDim.x) {
-    const int q = i / lines, line = line0 + i - q * lines;
+  const std::int64_t row_bytes = g.k * static_cast<std::int64_t>(sizeof(T));
+  // Lines are counted from each row's start. Where rows do not start on 128-byte lines (a row length or a base
+  // that is not a multiple of 128), that misses the line of the span's last bytes: each row also asks for it.
+  const int per_row =
+      lines + ((reinterpret_cast<std::uintptr_t>(w) | static_cast<std::uintptr_t>(row_bytes)) % kLine != 0 ? 1 : 0);
+  for (int i = threadIdx.x; i < p.a.gates * p.units * per_row; i += blockDim.x) {
+    const int q = i / per_row, line = line0 + i - q * per_row;
     const int gate = q / p.units, u = q - gate * p.units;
     if (u0 + u >= H) continue;
-    prefetch_l2(w + ((gate * H + u0 + u) * g.k * static_cast<std::int64_t>(sizeof(T)) + line * kLine));
+    prefetch_l2(w + ((gate * H + u0 + u) * row_bytes + min(line * kLine, end_byte - 1)));
   }
 }
 

@@ -72,6 +72,36 @@ __device__ __forceinline__ void prefetch_pieces(const T* values, std::int64_t fi
   if (k < pieces && at < limit) prefetch_l2(values + at);
 }
 
+// Asks L2 for elements [first, end) of `values` (prefetch.global.L2), a 128-byte line per lane of a group of
+// `lanes` lanes (this one `lane`), lane after lane, and its last element by lane 0: where `first` is not at a line
+// start the lines from it fall one short. For the rows a row pass loads after the ones it is finishing: their
+// loads then meet L2, not DRAM, and a warp has about two rows' bytes in flight instead of one.
+template <typename T>
+__device__ __forceinline__ void prefetch_span(const T* values, std::int64_t first, std::int64_t end, int lane,
+                                              int lanes) {
+  constexpr int kLineElems = 128 / static_cast<int>(sizeof(T));
+  const std::int64_t step = static_cast<std::int64_t>(lanes) * kLineElems;
+  for (std::int64_t at = first + static_cast<std::int64_t>(lane) * kLineElems; at < end; at += step)
+    prefetch_l2(values + at);
+  if (lane == 0 && first < end) prefetch_l2(values + (end - 1));
+}
+
+// Asks L2 for a first-pass unit's data (prefetch_span, whole warp): tokens t0 .. t1 - 1 of the row starting at
+// token `begin`, all of each token at narrow D (a contiguous span), column tile `tile` of each at wide D (a lane
+// per token, its tile's lines).
+template <typename T>
+__device__ __forceinline__ void prefetch_unit(const T* values, const SegmentGeometry& g, std::int64_t begin,
+                                              std::int64_t t0, std::int64_t t1, std::int64_t tile) {
+  const std::int64_t D = g.inner;
+  if (g.narrow) {
+    prefetch_span(values, (begin + t0) * D, (begin + t1) * D, lane_id(), kWarpSize);
+    return;
+  }
+  const std::int64_t c0 = tile * kWarpSize * g.vec, c1 = min(D, c0 + std::int64_t{kWarpSize} * g.vec);
+  for (std::int64_t t = begin + t0 + lane_id(); t < begin + t1; t += kWarpSize)
+    prefetch_span(values, t * D + c0, t * D + c1, 0, 1);
+}
+
 // Threads per block of every segment kernel.
 constexpr int kSegmentThreads = 256;
 static_assert(kSegmentThreads == kBlockWarps * kWarpSize, "segment_geometry.h counts second-pass slots by block");
@@ -594,13 +624,16 @@ __device__ __forceinline__ void scalar_row_pass(const SegmentLayout<OffsetT>& L,
   }
 }
 
-// The warp rows of the batch (is_warp_row: at D = 1, where the scalar row pass runs, so every element
-// index fits 32 bits), after the row pass proper: each warp takes a contiguous share of the rows
-// (warp_share_begin), reads their ranges 32 at a time (a lane per row) and finishes each warp row among them with
-// finish(b, begin, length), called by the whole warp. The plan has no work for these rows (row_work). A share
-// rather than a grid stride: a warp's rows then lie next to one another in memory, and their offsets in one line.
-template <typename OffsetT, typename Finish>
-__device__ __forceinline__ void warp_row_pass(const SegmentLayout<OffsetT>& L, Finish finish) {
+// The warp rows of the batch (is_warp_row: at D = 1, where the scalar row pass runs, so every element index fits 32
+// bits), after the row pass proper: each warp takes a contiguous share of the rows (warp_share_begin), reads their
+// ranges 32 at a time (a lane per row) and finishes each warp row among them with finish(b, begin, length), called by
+// the whole warp. The plan has no work for these rows (row_work). A share rather than a grid stride: a warp's rows
+// then lie next to one another in memory, and their offsets in one line. Where L.prefetch_rows, prefetch(first, end,
+// lane, lanes) (whole warp, elements [first, end), as prefetch_span takes them) first asks L2 for the next warp row
+// of the 32, if any. Why: a warp row is one round trip of at most 2 KB a warp, a few tens of KB per SM, short of what
+// covers DRAM's latency at full bandwidth; with the next row asked for, each row's loads after the first meet L2.
+template <typename OffsetT, typename Prefetch, typename Finish>
+__device__ __forceinline__ void warp_row_pass(const SegmentLayout<OffsetT>& L, Prefetch prefetch, Finish finish) {
   const SegmentGeometry& g = L.geometry;
   const std::int64_t warps = total_warps(), warp = global_warp();
   const std::int64_t end = warp_share_begin(L.batch, warps, warp + 1);
@@ -612,6 +645,12 @@ __device__ __forceinline__ void warp_row_pass(const SegmentLayout<OffsetT>& L, F
     while (rows != 0) {  // warp-uniform
       const int src = __ffs(rows) - 1;
       rows &= rows - 1;
+      if (L.prefetch_rows && rows != 0) {
+        const int next = __ffs(rows) - 1;
+        const int next_begin = __shfl_sync(0xffffffffu, static_cast<int>(begin), next);
+        prefetch(next_begin, next_begin + __shfl_sync(0xffffffffu, static_cast<int>(length), next), lane_id(),
+                 kWarpSize);
+      }
       finish(first + src, __shfl_sync(0xffffffffu, static_cast<int>(begin), src),
              __shfl_sync(0xffffffffu, static_cast<int>(length), src));
     }
@@ -684,9 +723,12 @@ __device__ __forceinline__ SubwarpColumn<T, V> load_subwarp_column(const T* valu
 // held = load(begin, length, col) for each (length >= 1; no stores, which would order the next loads behind
 // them), then finish(b, begin, length, col, held) for each, empty rows included (held unset). Why a batch per
 // warp, not a group as in row_pass: 131072 rows of 0..4 tokens at D = 64 are 1024 groups, a quarter of the
-// warps resident on an H200, each walking 64 rounds of loads; as batches, 4096 warps of 8 rounds.
-template <int kPasses, typename OffsetT, typename Load, typename Finish>
-__device__ __forceinline__ void subwarp_row_pass(const SegmentLayout<OffsetT>& L, Load load, Finish finish) {
+// warps resident on an H200, each walking 64 rounds of loads; as batches, 4096 warps of 8 rounds. Where
+// L.prefetch_rows, each sub-warp then asks L2 for the row it takes in the next round of the batch, if any, with
+// prefetch(first, end, col, vcols) (elements [first, end), as prefetch_span takes them), before the finishes.
+template <int kPasses, typename OffsetT, typename Load, typename Prefetch, typename Finish>
+__device__ __forceinline__ void subwarp_row_pass(const SegmentLayout<OffsetT>& L, Load load, Prefetch prefetch,
+                                                 Finish finish) {
   allow_dependent_grid();  // as row_pass
   using Held = decltype(load(std::int64_t{}, std::int64_t{}, int{}));
   constexpr std::int64_t kBatchesPerGroup = kRowsPerGroup / kWarpSize;
@@ -725,11 +767,21 @@ __device__ __forceinline__ void subwarp_row_pass(const SegmentLayout<OffsetT>& L
         row_length[p] = __shfl_sync(0xffffffffu, length, from);
         if (src[p] >= 0 && row_length[p] > 0) held[p] = load(row_begin[p], row_length[p], col);
       }
+      const int taken = kPasses * at_once;
+      if (L.prefetch_rows && taken < count) {  // warp-uniform
+#pragma unroll
+        for (int p = 0; p < kPasses; ++p) {
+          const int n = taken + p * at_once + sub;
+          const int next = n < count ? nth_set_bit(rows, n) : -1;
+          const std::int64_t next_begin = __shfl_sync(0xffffffffu, begin, next < 0 ? lane : next);
+          const std::int64_t next_end = next_begin + __shfl_sync(0xffffffffu, length, next < 0 ? lane : next);
+          if (next >= 0) prefetch(next_begin * g.inner, next_end * g.inner, col, vcols);
+        }
+      }
 #pragma unroll
       for (int p = 0; p < kPasses; ++p)
         if (src[p] >= 0) finish(batch * kWarpSize + src[p], row_begin[p], row_length[p], col, held[p]);
       // Drop the rows just finished: the lowest kPasses * at_once set bits.
-      const int taken = kPasses * at_once;
       rows = taken >= count ? 0u : rows & ~((1u << nth_set_bit(rows, taken)) - 1u);
     }
   }
@@ -748,9 +800,14 @@ static_assert(kRowsPerGroup % kWideBatchRows == 0 && kWideBatchRows <= kWarpSize
 // of it the whole warp, lane j taking vector columns j, j + 32, ..., kTilesAtOnce of them loaded before any is
 // finished. The contract is subwarp_row_pass's: held = load(begin, length, col) for a row of length >= 1, then
 // finish(b, begin, length, col, held) for every column, empty rows included (held unset). The warp of a group's
-// first batch writes the group's entry of group_work; it zeroes the arrival counters as row_pass does.
-template <int kTilesAtOnce, typename OffsetT, typename Load, typename Finish>
-__device__ __forceinline__ void wide_short_row_pass(const SegmentLayout<OffsetT>& L, Load load, Finish finish) {
+// first batch writes the group's entry of group_work; it zeroes the arrival counters as row_pass does. Where
+// L.prefetch_rows, once a row's first loads are made the warp asks L2 for its later column tiles, if any, and for
+// the next short row of the batch, with prefetch(first, end, lane, kWarpSize) (elements [first, end), as
+// prefetch_span takes them). Why: a row of several rounds of loads waited a DRAM round trip for each (8 of them
+// for the float softmax backward at D = 1024), and a warp held one round's bytes in flight.
+template <int kTilesAtOnce, typename OffsetT, typename Load, typename Prefetch, typename Finish>
+__device__ __forceinline__ void wide_short_row_pass(const SegmentLayout<OffsetT>& L, Load load, Prefetch prefetch,
+                                                    Finish finish) {
   allow_dependent_grid();  // as row_pass
   using Held = decltype(load(std::int64_t{}, std::int64_t{}, int{}));
   constexpr std::int64_t kBatchesPerGroup = kRowsPerGroup / kWideBatchRows;
@@ -781,6 +838,17 @@ __device__ __forceinline__ void wide_short_row_pass(const SegmentLayout<OffsetT>
         for (int k = 0; k < kTilesAtOnce; ++k) {
           const int col = first + k * kWarpSize + lane;
           if (col < vcols && row_length > 0) held[k] = load(row_begin, row_length, col);
+        }
+        if (L.prefetch_rows && first == 0) {  // warp-uniform
+          const std::int64_t D = g.inner, later = std::int64_t{kTilesAtOnce} * kWarpSize * g.vec;
+          if (later < D)
+            for (std::int64_t t = row_begin; t < row_begin + row_length; ++t)
+              prefetch(t * D + later, (t + 1) * D, lane, kWarpSize);
+          if (rows != 0) {
+            const int next = __ffs(rows) - 1;
+            const std::int64_t next_begin = __shfl_sync(0xffffffffu, begin, next);
+            prefetch(next_begin * D, (next_begin + __shfl_sync(0xffffffffu, length, next)) * D, lane, kWarpSize);
+          }
         }
 #pragma unroll
         for (int k = 0; k < kTilesAtOnce; ++k) {

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -36,6 +37,15 @@ constexpr int kSegmentPrefetchGroups = 2;
 constexpr int kSegmentMaxPrefetchGroups = 4;
 int segment_prefetch_groups();
 void set_segment_prefetch_groups(int groups);
+
+// Whether the row passes of segment_reduce and segment_softmax (forward and backward) ask L2 for the values of the
+// rows they will load next while they finish the current ones (prefetch.global.L2): the warp rows at D = 1
+// (warp_row_pass), the sub-warp rows (subwarp_row_pass) and the wide short rows (wide_short_row_pass, which also
+// asks for the current row's later column tiles); on unless the process started with
+// RAGGED_SEGMENT_ROW_PREFETCH=0. The same results either way (a prefetch loads nothing into registers); read when
+// src/segment_reduce.cpp lays out the workspace. Not thread-safe to change, as above.
+bool segment_row_prefetch_enabled();
+void set_segment_row_prefetch_enabled(bool enabled);
 
 // Whether segment_reduce's and segment_softmax's row pass at D = 1 is their scalar kernel (scalar_row_pass,
 // segment_common.cuh: 32-bit indices, a lane per tiny or empty row) where every element index fits 32 bits; on
@@ -109,12 +119,37 @@ struct SegmentLayout {
   // the workspace): segment_reduce's unit and stream loops use it; every op's row pass prefetches its offsets two
   // groups ahead unless it is 0.
   int prefetch_groups = 0;
+  // Whether the row passes ask L2 for the rows they load next (segment_row_prefetch_enabled, read when
+  // src/segment_reduce.cpp lays out the workspace).
+  bool prefetch_rows = false;
+  // Whether segment_reduce's unit loop asks L2 for a unit's whole data when it starts (prefetch_unit,
+  // segment_common.cuh): set by its launcher on small inputs (take_unit_prefetch, below).
+  bool prefetch_units = false;
   // Bytes of merge staging per warp after the plan in the first-pass kernel's shared memory, through which it merges
   // wide nodes; 0: none. src/segment_reduce.cpp asks for kMergeStageBytes where stages_merges(geometry) and
   // segment_staged_merges_enabled() (segment_merge_stage_cap() at most), and the launcher lowers it to what fits
   // the device (fit_first_pass_shared).
   int merge_stage_bytes = 0;
 };
+
+// Inputs of at most this many bytes of values take the unit prefetch (prefetch_units). A quarter of the smallest L2
+// of the data-centre GPUs ragged builds for (A100: 40 MB) would be 10 MB; 4 MB leaves room on smaller parts.
+constexpr std::int64_t kUnitPrefetchMaxBytes = std::int64_t{4} << 20;
+
+// Sets L.prefetch_units for segment_reduce's launch: where the L2 prefetch is on (prefetch_groups > 0) and the
+// values hold at most kUnitPrefetchMaxBytes. Why: a unit is up to 8 groups of loads a lane (256 elements a lane,
+// at most 128 bytes a group), each waiting for the one before, so a warp with one unit to do waits up to 8 DRAM round
+// trips in a row; on a small input few warps have work, and nothing else hides that (one row of 4096 floats: 4
+// groups, in ragged's ~14 us against CUB's ~4, H200, 087a77a). Asked for whole when it starts, the unit's later
+// groups meet L2. Why only small inputs: on large ones every warp has units, DRAM is busy anyway, and asking each
+// unit whole would put far more than L2 in flight (an earlier prefetch 2 groups ahead made the unit walk 4-11%
+// slower on 64 MiB inputs, H200, a910134). The same bits either way; the choice depends on the input's size, not
+// on any row.
+template <typename OffsetT>
+inline void take_unit_prefetch(SegmentLayout<OffsetT>& L, std::size_t elem_size) {
+  const std::int64_t row_bytes = std::max<std::int64_t>(L.geometry.inner, 1) * static_cast<std::int64_t>(elem_size);
+  L.prefetch_units = L.prefetch_groups > 0 && L.nnz <= kUnitPrefetchMaxBytes / row_bytes;
+}
 
 // plan[0] = 0 and CUB's inclusive scan of the `groups` entries of group_work into plan + 1. With
 // d_cub_temp == nullptr only sets cub_temp_bytes.

@@ -1,6 +1,6 @@
 // The process-wide settings of the segment kernels (segment_launch.h): segment_reduce's and segment_softmax's
-// row streams, scalar, warp and sub-warp row passes, staged merges, and segment_reduce's L2 prefetch; the
-// kernels are in segment_reduce.cuh and segment_softmax.cuh.
+// row streams, scalar, warp and sub-warp row passes, the row passes' L2 prefetch, staged merges, and
+// segment_reduce's L2 prefetch; the kernels are in segment_reduce.cuh and segment_softmax.cuh.
 #include <algorithm>
 
 #include "segment_launch.h"
@@ -52,6 +52,13 @@ int& segment_merge_stage_cap_setting() {
   return bytes;
 }
 
+// RAGGED_SEGMENT_ROW_PREFETCH=0 in the environment starts a process whose row passes ask L2 for nothing ahead of
+// their rows' loads, to compare the two on a GPU.
+bool& segment_row_prefetch_setting() {
+  static bool enabled = switch_from_environment("RAGGED_SEGMENT_ROW_PREFETCH");
+  return enabled;
+}
+
 // RAGGED_SEGMENT_PREFETCH=N (0 .. 4) in the environment starts a process that prefetches N groups ahead (0: off).
 int& segment_prefetch_setting() {
   static int groups = setting_from_environment("RAGGED_SEGMENT_PREFETCH", kSegmentPrefetchGroups, 0,
@@ -63,6 +70,8 @@ int& segment_prefetch_setting() {
 
 bool segment_stream_enabled() { return segment_stream_setting(); }
 void set_segment_stream_enabled(bool enabled) { segment_stream_setting() = enabled; }
+bool segment_row_prefetch_enabled() { return segment_row_prefetch_setting(); }
+void set_segment_row_prefetch_enabled(bool enabled) { segment_row_prefetch_setting() = enabled; }
 bool segment_scalar_rows_enabled() { return segment_scalar_rows_setting(); }
 void set_segment_scalar_rows_enabled(bool enabled) { segment_scalar_rows_setting() = enabled; }
 bool segment_warp_rows_enabled() { return segment_warp_rows_setting(); }

@@ -273,6 +273,7 @@ __device__ __forceinline__ void reduce_unit(const SegmentReduceArgs<T, OffsetT>&
   const std::int64_t t0 = chunk * g.chunk_tokens;
   const std::int64_t t1 = min(length, t0 + g.chunk_tokens);
 
+  if (L.prefetch_units) prefetch_unit(a.values, g, begin, t0, t1, place.tile);  // warp-uniform
   Acc acc[V];
   if (slot.active) {
     // This lane's tokens: t = t0 + phase + i * phases for i < n, at element offset `offset` + i * stride. They
@@ -419,8 +420,11 @@ __global__ void __launch_bounds__(kThreads, (kSubwarpReduceBlocks<T, OffsetT, kW
 #pragma unroll
     for (int v = 0; v < V; ++v) write_result(a, b, col * V + v, acc[v], length);
   };
-  if constexpr (kWide) wide_short_row_pass<kWideReduceTiles<T>>(a.layout, load, finish);
-  else subwarp_row_pass<1>(a.layout, load, finish);
+  auto prefetch = [&](std::int64_t first, std::int64_t end, int lane, int lanes) {
+    prefetch_span(a.values, first, end, lane, lanes);
+  };
+  if constexpr (kWide) wide_short_row_pass<kWideReduceTiles<T>>(a.layout, load, prefetch, finish);
+  else subwarp_row_pass<1>(a.layout, load, prefetch, finish);
 }
 
 // Whether the stream's window folds a row's lines at once (ExtremeAcc::add_masked: add()'s result, each lane's
@@ -472,9 +476,12 @@ __global__ void __launch_bounds__(kThreads, 4)
         else reduce_tiny_row<T, OffsetT, Scalar, true>(a, b, begin, length, head);
       });
   if (a.layout.geometry.warp_row_tokens > 0)
-    warp_row_pass(a.layout, [&](std::int64_t b, int begin, int length) {
-      reduce_warp_row<T, OffsetT, Acc>(a, b, begin, length);
-    });
+    warp_row_pass(
+        a.layout,
+        [&](std::int64_t first, std::int64_t end, int lane, int lanes) {
+          prefetch_span(a.values, first, end, lane, lanes);
+        },
+        [&](std::int64_t b, int begin, int length) { reduce_warp_row<T, OffsetT, Acc>(a, b, begin, length); });
 }
 
 // The one-chunk rows of this warp's share from unit u on (c at u's row), streamed: the warp reads the flat values
@@ -626,6 +633,7 @@ Status launch_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStream_t str
   SegmentReduceArgs<T, OffsetT> a = args;
   const bool scalar_rows = takes_scalar_rows(a.layout);  // read once: the warp rows need this row pass
   take_warp_rows(a.layout, scalar_rows);
+  take_unit_prefetch(a.layout, sizeof(T));
   const SegmentLayout<OffsetT>& L = a.layout;
   const SegmentGeometry& g = L.geometry;
   // D = 1 with 32-bit indices: the scalar row pass (segment_reduce_scalar_rows_kernel), the same results. Short

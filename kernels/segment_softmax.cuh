@@ -503,6 +503,15 @@ __device__ void stream_softmax_rows(const SegmentSoftmaxArgs<T, OffsetT>& a, std
   }
 }
 
+// The row passes' L2 prefetch of the rows they load next (prefetch_span): x, and dy backward.
+template <typename Op, typename T, typename OffsetT>
+__device__ __forceinline__ auto prefetch_x_dy(const SegmentSoftmaxArgs<T, OffsetT>& a) {
+  return [&a](std::int64_t first, std::int64_t end, int lane, int lanes) {
+    prefetch_span(a.x, first, end, lane, lanes);
+    if constexpr (Op::kBackward) prefetch_span(a.dy, first, end, lane, lanes);
+  };
+}
+
 // A short row's x (and dy, backward) of one vector column, held by its sub-warp lane (subwarp_row_pass).
 template <typename T, int V>
 struct SubwarpXDy {
@@ -579,8 +588,8 @@ __global__ void __launch_bounds__(kThreads, Op::kBackward || sizeof(T) < 4 || kW
   auto finish = [&](std::int64_t, std::int64_t begin, std::int64_t length, int col, const SubwarpXDy<T, V>& h) {
     if (length > 0) normalize_subwarp_row<Op, T, OffsetT, V, kLog>(a, begin, length, col, h);
   };
-  if constexpr (kWide) wide_short_row_pass<kWideSoftmaxTiles<Op>>(a.layout, load, finish);
-  else subwarp_row_pass<1>(a.layout, load, finish);
+  if constexpr (kWide) wide_short_row_pass<kWideSoftmaxTiles<Op>>(a.layout, load, prefetch_x_dy<Op>(a), finish);
+  else subwarp_row_pass<1>(a.layout, load, prefetch_x_dy<Op>(a), finish);
 }
 
 template <typename Op, typename T, typename OffsetT>
@@ -647,7 +656,8 @@ __global__ void __launch_bounds__(kThreads, Op::kBackward ? 3 : 4)
         if (length > 0) normalize_tiny_row<Op, true>(a, begin, length, head);  // an empty row has no output
       });
   if (a.layout.geometry.warp_row_tokens > 0)
-    warp_row_pass(a.layout, [&](std::int64_t, int begin, int length) { normalize_warp_row<Op>(a, begin, length); });
+    warp_row_pass(a.layout, prefetch_x_dy<Op>(a),
+                  [&](std::int64_t, int begin, int length) { normalize_warp_row<Op>(a, begin, length); });
 }
 
 // Capped at 128 registers (2 blocks of 256 per SM): without the cap ptxas gives the forward kernel with scalar

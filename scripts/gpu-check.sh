@@ -49,8 +49,8 @@
 #   RAGGED_BENCH_TIMEOUT       seconds per benchmark suite (default: 150)
 #   RAGGED_BENCH_ARGS          extra arguments for ragged_bench (e.g. --benchmark_filter=/tile:)
 #   RAGGED_BENCH_AB            library switches to A/B in the same run, NAME=VALUE words (default:
-#                              "RAGGED_CONVERT_TOKEN_GROUPS=0 RAGGED_SEGMENT_WARP_ROWS=0
-#                              RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
+#                              "RAGGED_SEGMENT_ROW_PREFETCH=0 RAGGED_CONVERT_TOKEN_GROUPS=0
+#                              RAGGED_SEGMENT_WARP_ROWS=0 RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
 #                              RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0
 #                              RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0",
 #                              newest first; "none"
@@ -107,9 +107,9 @@ done
 bench_suites=${RAGGED_BENCH_SUITES:-convert_gpu segment_gpu attention_gpu rnn_gpu planner convert_cpu}
 deadline=${RAGGED_DEADLINE:-560}
 # Newest first: a run that reaches its deadline drops the last ones.
-default_ab="RAGGED_CONVERT_TOKEN_GROUPS=0 RAGGED_SEGMENT_WARP_ROWS=0 RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
-RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0
-RAGGED_SEGMENT_PREFETCH=0"
+default_ab="RAGGED_SEGMENT_ROW_PREFETCH=0 RAGGED_CONVERT_TOKEN_GROUPS=0 RAGGED_SEGMENT_WARP_ROWS=0
+RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0 RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0
+RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0"
 bench_ab=${RAGGED_BENCH_AB:-$default_ab}
 if [ "$bench_ab" = none ]; then bench_ab=""; fi
 # ab_suites SETTING: the suites of SETTING's A/B runs.
@@ -124,8 +124,8 @@ ab_suites() {
 # rows SETTING can move: the conversions at D = 1 for the token groups (bench_convert.cu's names); in the segment
 # suite (bench_segment.cu's names) the sub-warp row pass runs at D = 64 to 2048 (the suite's 64 and 1024), the
 # scalar row pass at D = 1 only (device_reduce's rows are D = 1), the warp rows in the forward reductions and the
-# softmax (forward and backward) at D = 1 only, block rows in the softmax only, staged merges where D has 16-byte
-# vectors (the suite's D = 64 and 1024).
+# softmax (forward and backward) at D = 1 only, the row passes' prefetch where those and the sub-warp rows run,
+# block rows in the softmax only, staged merges where D has 16-byte vectors (the suite's D = 64 and 1024).
 ab_filter() {
   if [[ " ${RAGGED_BENCH_ARGS:-} " == *" --benchmark_filter"* ]]; then return; fi
   if [ -n "${RAGGED_BENCH_AB_FILTER:-}" ]; then
@@ -136,6 +136,7 @@ ab_filter() {
     RAGGED_CONVERT_TOKEN_GROUPS=*) echo '^(ragged_to_padded|padded_to_ragged)/ragged/.*/inner:1/' ;;
     RAGGED_SEGMENT_SUBWARP_ROWS=*) echo '/ragged/.*/inner:(64|1024)/' ;;
     RAGGED_SEGMENT_SCALAR_ROWS=*) echo '^device_reduce/ragged/|/ragged/.*/inner:1/' ;;
+    RAGGED_SEGMENT_ROW_PREFETCH=*) echo '^segment_(sum|mean|max|min|argmax|argmin|(log_)?softmax(_backward)?)/ragged/.*/inner:(1|64|1024)/' ;;
     RAGGED_SEGMENT_WARP_ROWS=*) echo '^segment_(sum|mean|max|min|argmax|argmin|(log_)?softmax(_backward)?)/ragged/.*/inner:1/' ;;
     RAGGED_SEGMENT_BLOCK_ROWS=*) echo '^segment_(log_)?softmax(_backward)?/ragged/' ;;
     RAGGED_SEGMENT_STAGED_MERGES=*) echo '/ragged/.*/inner:(64|1024)/' ;;

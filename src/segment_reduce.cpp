@@ -112,6 +112,7 @@ Status prepare(void* d_workspace, std::size_t& workspace_bytes, const detail::Wo
   out.partial_capacity = scratch.capacity;
   out.arrivals = scratch.arrivals;
   out.prefetch_groups = detail::segment_prefetch_groups();
+  out.prefetch_rows = detail::segment_row_prefetch_enabled();
   const bool stages = out.arrivals != nullptr && detail::stages_merges(g) && detail::segment_staged_merges_enabled();
   out.merge_stage_bytes = stages ? detail::segment_merge_stage_cap() : 0;
   return Status::kSuccess;

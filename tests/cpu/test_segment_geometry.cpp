@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../../kernels/segment_geometry.h"
+#include "../../kernels/segment_launch.h"
 #include "ragged/view.h"
 #include "common/test_util.h"
 
@@ -24,7 +25,10 @@ using ragged::detail::is_warp_row;
 using ragged::detail::kBlockWarps;
 using ragged::detail::kLocalFinishChunks;
 using ragged::detail::kMergeFanIn;
+using ragged::detail::kReduceFloatsPerLane;
 using ragged::detail::kRowsPerGroup;
+using ragged::detail::kSegmentPrefetchGroups;
+using ragged::detail::kUnitPrefetchMaxBytes;
 using ragged::detail::kWarpRowTokens;
 using ragged::detail::kWarpSize;
 using ragged::detail::make_segment_geometry;
@@ -34,7 +38,9 @@ using ragged::detail::row_work;
 using ragged::detail::RowWork;
 using ragged::detail::second_pass_slots;
 using ragged::detail::SegmentGeometry;
+using ragged::detail::SegmentLayout;
 using ragged::detail::softmax_min_chunk_tokens;
+using ragged::detail::take_unit_prefetch;
 
 namespace {
 
@@ -509,4 +515,33 @@ TEST_CASE("merge staging: the most a first-pass block takes without losing a res
   CHECK(idle.asked.empty());
   // A smaller cap is the most it takes.
   CHECK(fit(1, 3, h100, kMergeStageMinBytes) == kMergeStageMinBytes);
+}
+
+TEST_CASE("segment_reduce's unit prefetch: inputs of at most kUnitPrefetchMaxBytes, with the L2 prefetch on",
+          "[segment][geometry]") {
+  // take_unit_prefetch decides from the values' bytes (nnz * D * element size) and the prefetch setting only.
+  for (std::int64_t inner : {1, 3, 64, 1000}) {
+    for (std::size_t elem_size : {std::size_t{2}, std::size_t{4}}) {
+      INFO("D = " << inner << ", " << elem_size << "-byte elements");
+      SegmentLayout<std::int64_t> L;
+      L.geometry = make_segment_geometry(inner, 1, kReduceFloatsPerLane);
+      L.prefetch_groups = kSegmentPrefetchGroups;
+      const std::int64_t most = kUnitPrefetchMaxBytes / (inner * static_cast<std::int64_t>(elem_size));
+      for (std::int64_t nnz : {std::int64_t{0}, std::int64_t{1}, most}) {
+        L.nnz = nnz;
+        take_unit_prefetch(L, elem_size);
+        REQUIRE(L.prefetch_units);
+      }
+      L.nnz = most + 1;
+      take_unit_prefetch(L, elem_size);
+      REQUIRE_FALSE(L.prefetch_units);
+      L.nnz = std::int64_t{1} << 40;
+      take_unit_prefetch(L, elem_size);
+      REQUIRE_FALSE(L.prefetch_units);
+      L.nnz = 1;
+      L.prefetch_groups = 0;  // RAGGED_SEGMENT_PREFETCH=0: no prefetch at all
+      take_unit_prefetch(L, elem_size);
+      REQUIRE_FALSE(L.prefetch_units);
+    }
+  }
 }

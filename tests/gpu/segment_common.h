@@ -291,6 +291,9 @@ using RestoreStreaming =
     RestoreSetting<bool, detail::segment_stream_enabled, detail::set_segment_stream_enabled>;
 // segment_reduce's L2 prefetch distance.
 using RestorePrefetch = RestoreSetting<int, detail::segment_prefetch_groups, detail::set_segment_prefetch_groups>;
+// The row passes' L2 prefetch of the rows they load next.
+using RestoreRowPrefetch =
+    RestoreSetting<bool, detail::segment_row_prefetch_enabled, detail::set_segment_row_prefetch_enabled>;
 // segment_reduce's and segment_softmax's scalar row pass at D = 1.
 using RestoreScalarRows =
     RestoreSetting<bool, detail::segment_scalar_rows_enabled, detail::set_segment_scalar_rows_enabled>;
@@ -346,6 +349,25 @@ inline std::vector<std::int64_t> subwarp_lengths(std::mt19937_64& rng, bool wide
     l = k < 16 ? short_row(rng) : k < 19 ? medium(rng) : long_row(rng);
   }
   return lengths;
+}
+
+// Every row pass on (the scalar rows, the warp rows, the sub-warp rows), the settings restored at scope exit.
+struct RowPassesOn {
+  const RestoreScalarRows scalar_rows;
+  const RestoreWarpRows warp_rows;
+  const RestoreSubwarpRows subwarp_rows;
+  RowPassesOn() {
+    detail::set_segment_scalar_rows_enabled(true);
+    detail::set_segment_warp_rows_enabled(true);
+    detail::set_segment_subwarp_rows_enabled(true);
+  }
+};
+
+// Length sets for the row passes' L2 prefetch at `inner` (1: warp rows; above 32: sub-warp or wide short rows),
+// where the next rows a pass asks for are warp rows, or short rows of the same batch of 32 or 4.
+inline std::vector<LengthSet> row_prefetch_sets(std::mt19937_64& rng, std::int64_t inner) {
+  if (inner == 1) return {{"around the warp rows' bounds", warp_row_lengths(rng, 600)}};
+  return {{"short rows among longer ones", subwarp_lengths(rng, inner > 256)}};
 }
 
 // The first-pass kernels' merges staged in shared memory.

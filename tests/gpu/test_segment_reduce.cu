@@ -444,6 +444,22 @@ TEMPLATE_TEST_CASE("segment_reduce: every L2 prefetch distance gives the same bi
   });
 }
 
+TEMPLATE_TEST_CASE("segment_reduce: the row passes' L2 prefetch gives the same bits", "[segment][gpu][determinism]",
+                   F32_I32, BF16_I64) {
+  // The warp rows (D = 1), the sub-warp rows (D = 64) and the wide short rows (D = 520: 5 float tiles or 3
+  // bfloat16 ones, more than one round of loads) ask L2 for the rows they load next, and the wide ones for their
+  // later column tiles (prefetch_span); a prefetch changes no value, so any difference is a bug in the loops
+  // around it. Under the emulator every prefetched address is checked to lie in device memory.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(1151);
+  const RestoreRowPrefetch restore;
+  const RowPassesOn row_passes;
+  for (std::int64_t inner : {1, 64, 520})
+    require_setting_keeps_bits<T, OffsetT>(row_prefetch_sets(rng, inner), inner, rng,
+                                           detail::set_segment_row_prefetch_enabled);
+}
+
 TEMPLATE_TEST_CASE("segment_reduce: merges staged in shared memory give the register merges' bits",
                    "[segment][gpu][determinism]", F32_I32, BF16_I64) {
   // With 16-byte vectors a merge-tree node of more (child, column) pairs than lanes is copied into shared memory a

@@ -578,6 +578,26 @@ TEMPLATE_TEST_CASE("segment_softmax: warp rows give the streams' bits", "[segmen
   check_softmax(test::random_ragged<T, OffsetT>(warp_row_lengths(rng, 1000), 1, rng, kSpareRows), rng);
 }
 
+TEMPLATE_TEST_CASE("segment_softmax: the row passes' L2 prefetch gives the same bits", "[segment][gpu][determinism]",
+                   F32_I32, BF16_I64) {
+  // As segment_reduce's test: the warp rows (D = 1), the sub-warp rows (D = 64) and the wide short rows (D = 520,
+  // several rounds of loads forward and backward) ask L2 for x (and dy) of the rows they load next; outputs and
+  // gradients must not move. Under the emulator every prefetched address is checked to lie in device memory.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(1153);
+  const RestoreRowPrefetch restore;
+  const RowPassesOn row_passes;
+  for (std::int64_t inner : {1, 64, 520})
+    for (const LengthSet& set : row_prefetch_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
+      const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng, kSpareRows);
+      const DeviceRagged<T, OffsetT> dev(host);
+      const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
+      require_switch_keeps_bits(dev, dy, detail::set_segment_row_prefetch_enabled);  // prefetch, then none
+    }
+}
+
 TEST_CASE("segment_softmax and its backward can be captured in a CUDA graph", "[segment][gpu][graph]") {
   auto rng = test::make_rng(507);
   // Short rows, a block row and one past the block rows' limit, so the captured work includes every pass.
