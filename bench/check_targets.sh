@@ -175,3 +175,47 @@ for target, want in (("sum/max copy_frac >= 0.85", 1), ("softmax copy_frac >= 0.
 assert "4 benchmark run(s) reported an error" in text, "the errored runs are not listed"
 print("ok: errored runs count as no data")
 PY
+# --profile-dir: a missed case whose benchmark gpu-profile.sh profiled gets its launches beside it; a met one does
+# not, and the misses without a profile are counted. A synthetic profile folder (two cases, ncu's raw CSV layout).
+python3 - "$work" <<'PY'
+import json, os, sys
+work = sys.argv[1]
+data = json.load(open(os.path.join(work, "bench.json")))
+plain = [r for r in data["benchmarks"] if r["name"].startswith("segment_sum/ragged/") and "/with:" not in r["name"]]
+missed, met = plain[0], plain[1]
+missed["copy_frac"], met["copy_frac"] = 0.1, 0.99
+json.dump(data, open(os.path.join(work, "bench_profiled.json"), "w"))
+folder = os.path.join(work, "profile")
+os.makedirs(folder, exist_ok=True)
+with open(os.path.join(folder, "profile_cases.tsv"), "w") as f:
+    f.write("case\tsuite\tbenchmark\n")
+    f.write(f"synthetic_missed\tsegment_gpu\t{missed['name']}\nsynthetic_met\tsegment_gpu\t{met['name']}\n")
+header = ["case", "ID", "Kernel Name", "gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+          "smsp__issue_active.avg.pct_of_peak_sustained_active"]
+with open(os.path.join(folder, "profile.csv"), "w") as f:
+    for case in ("synthetic_missed", "synthetic_met"):
+        f.write(",".join(f'"{c}"' for c in [case] + header[1:]) + "\n")
+        f.write(",".join(f'"{c}"' for c in [case, "", "", "ns", "%", "%"]) + "\n")  # ncu's units line
+        f.write(",".join(f'"{c}"' for c in [case, "0", "void ragged::detail::synthetic_kernel<float>(int)", "12345",
+                                             "42.5", "17"]) + "\n")
+json.dump({"missed": missed["name"].replace("/manual_time", ""), "met": met["name"].replace("/manual_time", "")},
+          open(os.path.join(work, "profiled_names.json"), "w"))
+PY
+python3 scripts/summarize_targets.py --bench "$work/bench_profiled.json" --profile-dir "$work/profile" \
+  --out "$work/targets_profiled.md"
+python3 - "$work" <<'PY'
+import json, os, re, sys
+work = sys.argv[1]
+names = json.load(open(os.path.join(work, "profiled_names.json")))
+text = open(os.path.join(work, "targets_profiled.md")).read()
+section = text[text.index("## Profiles of the missed cases"):]
+rows = [line for line in section.splitlines() if line.startswith("| issue")]
+assert len(rows) == 1, f"the profile table: {rows}"
+cells = [c.strip() for c in rows[0].split("|")[1:-1]]
+assert cells[1] == names["missed"] and cells[2] == "synthetic_missed" and cells[3] == "synthetic_kernel", cells
+assert cells[4] == "12.35" and cells[5] == "42.5" and cells[8] == "17", f"the profiled values: {cells}"
+assert names["met"] not in section, "a met case is listed beside the misses"
+assert re.search(r"\n- issue 3: sum/max copy_frac >= 0.85: \d+ of \d+ missed case\(s\) without a profile: ", section), \
+    "the misses without a profile are not counted"
+print("ok: the profiled miss is listed with its launch")
+PY

@@ -11,6 +11,7 @@
 #                        issue and tensor activity, plus the metrics the machine's ncu did not know
 #   OUTDIR/profile.csv   ncu's raw CSV of every case, a "case" column added in front
 #   OUTDIR/profile.log   the commands and ncu's console output
+#   OUTDIR/profile_cases.tsv  the case table below (case, suite, benchmark), for summarize_targets.py --profile-dir
 #
 # Environment:
 #   RAGGED_BUILD_DIR         build folder (default: build)
@@ -81,6 +82,22 @@ cases=(
   # the second-pass kernel; compare with a RAGGED_SEGMENT_BLOCK_ROWS=0 profile (chunks, merge tree, second read).
   "softmax_uniform_d64;segment_gpu;segment_softmax/ragged/uniform/inner:64/batch:1024/mean:256/manual_time;regex:segment_softmax;6;3"
   "softmax_bf16_d1024;segment_gpu;segment_softmax/ragged/uniform/inner:1024/batch:128/mean:256/dtype:bf16/manual_time;regex:segment_softmax;6;3"
+  # The rest of issue 3's target cases in float, one per regime and D (with the cases above, every regime at D = 1,
+  # 64 and 1024 for the sum and the softmax; the max and argmax run the sum's kernels): summarize_targets.py
+  # --profile-dir puts each beside its miss.
+  "sum_one_huge_d1;segment_gpu;segment_sum/ragged/one_huge/inner:1/batch:16/mean:1048576/manual_time;regex:segment_;4;2"
+  "sum_one_huge_d1024;segment_gpu;segment_sum/ragged/one_huge/inner:1024/batch:16/mean:1024/manual_time;regex:segment_;4;2"
+  "sum_power_law_d1;segment_gpu;segment_sum/ragged/power_law/inner:1/batch:65536/mean:256/manual_time;regex:segment_reduce;4;2"
+  "sum_power_law_d1024;segment_gpu;segment_sum/ragged/power_law/inner:1024/batch:64/mean:256/manual_time;regex:segment_;4;2"
+  "sum_uniform_d1;segment_gpu;segment_sum/ragged/uniform/inner:1/batch:65536/mean:256/manual_time;regex:segment_reduce;4;2"
+  "sum_uniform_d64;segment_gpu;segment_sum/ragged/uniform/inner:64/batch:1024/mean:256/manual_time;regex:segment_;4;2"
+  "sum_uniform_d1024;segment_gpu;segment_sum/ragged/uniform/inner:1024/batch:64/mean:256/manual_time;regex:segment_;4;2"
+  "softmax_tiny_d1;segment_gpu;segment_softmax/ragged/uniform/inner:1/batch:8388608/mean:2/manual_time;regex:segment_softmax;6;3"
+  "softmax_tiny_d1024;segment_gpu;segment_softmax/ragged/uniform/inner:1024/batch:8192/mean:2/manual_time;regex:segment_softmax;6;3"
+  "softmax_power_law_d64;segment_gpu;segment_softmax/ragged/power_law/inner:64/batch:1024/mean:256/manual_time;regex:segment_softmax;6;3"
+  "softmax_power_law_d1024;segment_gpu;segment_softmax/ragged/power_law/inner:1024/batch:64/mean:256/manual_time;regex:segment_softmax;6;3"
+  "softmax_uniform_d1;segment_gpu;segment_softmax/ragged/uniform/inner:1/batch:65536/mean:256/manual_time;regex:segment_softmax;6;3"
+  "softmax_uniform_d1024;segment_gpu;segment_softmax/ragged/uniform/inner:1024/batch:64/mean:256/manual_time;regex:segment_softmax;6;3"
   "lstm_bf16_b64_h1024;rnn_gpu;rnn_lstm/ragged/uniform/dtype:bf16/batch:64/hidden:1024/mean:128/manual_time;regex:rnn_persistent;1;1"
   "lstm_bf16_b16_h256;rnn_gpu;rnn_lstm/ragged/uniform/dtype:bf16/batch:16/hidden:256/mean:128/algo:persistent/manual_time;regex:rnn_persistent;1;1"
   # The per-step path, one launch a step streaming the block's W_hh slice through shared memory: 4 chunks of a
@@ -96,13 +113,14 @@ cases=(
   # Its weights floor: the same stream of W_hh through shared memory with nothing computed (bench/rnn_step_floor.h);
   # its DRAM against L2 bytes and time per step, next to the case above.
   "lstm_bf16_b16_h2048_weights_floor;rnn_gpu;rnn_lstm/floor/lognormal/dtype:bf16/batch:16/hidden:2048/mean:128/kind:weights/manual_time;regex:weights_floor;1;1"
-  "attention_tile128;attention_gpu;attention/ragged/pad0/long/len:4096/batch:16/heads:16/dim:128/causal:0/tile:128/manual_time;regex:attention_mma;1;1"
-  "attention_tile64;attention_gpu;attention/ragged/pad0/long/len:4096/batch:16/heads:16/dim:128/causal:0/tile:64/manual_time;regex:attention_mma;1;1"
-  "to_padded_d64;convert_gpu;ragged_to_padded/ragged/lognormal/inner:64/batch:1024/mean:256/manual_time;regex:ragged_to_padded;1;1"
   "projection_invariant;rnn_gpu;rnn_lstm/ragged/uniform/dtype:bf16/batch:64/hidden:1024/mean:128/proj:invariant/manual_time;regex:projection_gemm;1;1"
   # cuBLAS's GEMM kernels, by the name families it is known to use (nvjet_*, sm90_xmma_*, ampere_*, cutlass*,
   # its split-K reduction); none of ragged's or CUB's kernels starts so.
   "projection_cublas;rnn_gpu;rnn_lstm/ragged/uniform/dtype:bf16/batch:64/hidden:1024/mean:128/manual_time;regex:^(nvjet|sm[0-9]+_|ampere|cutlass|Kernel|gemm|xmma|splitK);1;1"
+  # Issue 5 (resolved) and the conversions: last, the first to go when the deadline cuts the list.
+  "attention_tile128;attention_gpu;attention/ragged/pad0/long/len:4096/batch:16/heads:16/dim:128/causal:0/tile:128/manual_time;regex:attention_mma;1;1"
+  "attention_tile64;attention_gpu;attention/ragged/pad0/long/len:4096/batch:16/heads:16/dim:128/causal:0/tile:64/manual_time;regex:attention_mma;1;1"
+  "to_padded_d64;convert_gpu;ragged_to_padded/ragged/lognormal/inner:64/batch:1024/mean:256/manual_time;regex:ragged_to_padded;1;1"
 )
 
 # What each number answers (docs/gpu-runbook.md): time; DRAM bytes and % of peak (memory-bound or not); L2 read
@@ -129,6 +147,14 @@ metrics=(
 
 log="$out/profile.log"
 : >"$log"
+# The case table as run (scripts/summarize_targets.py --profile-dir matches its benchmarks to the targets' cases).
+{
+  printf 'case\tsuite\tbenchmark\n'
+  for entry in "${cases[@]}"; do
+    IFS=';' read -r name suite bench _ <<<"$entry"
+    printf '%s\t%s\t%s\n' "$name" "$suite" "$bench"
+  done
+} >"$out/profile_cases.tsv"
 csv="$out/profile.csv"
 : >"$csv"
 not_run=()
@@ -236,64 +262,7 @@ done
 rm -f "$out/.case.out"
 if [ "$dry_run" = "1" ]; then exit $((missing > 0)); fi
 
-python3 - "$csv" "$out/profile.md" "${counters_unavailable:-}" "${#not_run[@]}" "${not_run[@]}" -- "${unknown_metrics[@]}" <<'PY'
-import csv, sys
-path, md, unavailable = sys.argv[1], sys.argv[2], sys.argv[3]
-rest = sys.argv[4:]
-count = int(rest[0])
-not_run = rest[1:1 + count]
-unknown = rest[rest.index("--") + 1:]
-rows, header = [], None
-with open(path, newline="") as f:
-    for record in csv.reader(f):
-        if len(record) < 2:
-            continue
-        if record[1] == "ID":  # ncu's header line (case column added in front); the next line holds units
-            header = record
-            continue
-        if header is None or len(record) != len(header) or not record[1].isdigit():
-            continue
-        rows.append((record[0], dict(zip(header[1:], record[1:]))))
-columns = [
-    ("time us", "gpu__time_duration.sum", 1e-3),
-    ("DRAM read MB", "dram__bytes_read.sum", 1e-6),
-    ("DRAM write MB", "dram__bytes_write.sum", 1e-6),
-    ("DRAM % peak", "dram__throughput.avg.pct_of_peak_sustained_elapsed", 1),
-    ("L2 read MB", "lts__t_sectors_op_read.sum", 32e-6),
-    ("L2 hit %", "lts__t_sector_hit_rate.pct", 1),
-    ("occupancy %", "sm__warps_active.avg.pct_of_peak_sustained_active", 1),
-    ("issue %", "smsp__issue_active.avg.pct_of_peak_sustained_active", 1),
-    ("inst M", "sm__inst_executed.sum", 1e-6),
-    ("tensor %", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", 1),
-    ("no-inst stall %", "smsp__warp_issue_stalled_no_instruction_per_warp_active.pct", 1),
-    ("load stall %", "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct", 1),
-    ("regs", "launch__registers_per_thread", 1),
-    ("grid", "launch__grid_size", 1),
-]
-def value(row, key, scale):
-    text = row.get(key, "").replace(",", "")
-    try:
-        return f"{float(text) * scale:.4g}"
-    except ValueError:
-        return "-"
-with open(md, "w") as f:
-    f.write("# ragged GPU profile (ncu)\n\n")
-    f.write("Units: ncu prints base units (--print-units base): ns (shown in us), bytes (MB), L2 sectors of 32 bytes (MB).\n\n")
-    f.write("| case | kernel | " + " | ".join(c[0] for c in columns) + " |\n")
-    f.write("| --- | --- |" + " --- |" * len(columns) + "\n")
-    for case, row in rows:
-        kernel = row.get("Kernel Name", "?").split("(")[0].split("<")[0].split("::")[-1].split(" ")[-1]
-        f.write(f"| {case} | {kernel} | " + " | ".join(value(row, c[1], c[2]) for c in columns) + " |\n")
-    if unavailable:
-        f.write(f"\nncu cannot read the hardware counters on this machine ({unavailable}); the cases after it "
-                "were not run.\n")
-    if not rows:
-        f.write("\nNo kernel was profiled: see profile.log.\n")
-    if not_run:
-        f.write("\nNot run or failed: " + ", ".join(not_run) + " (profile.log).\n")
-    if unknown:
-        f.write("\nMetrics this ncu does not know (left out): " + ", ".join(unknown) + ".\n")
-print(f"profile.md: {len(rows)} launches")
-PY
+python3 "$(dirname "$0")/profile_table.py" "$csv" "$out/profile.md" "${counters_unavailable:-}" "${#not_run[@]}" \
+  ${not_run[@]+"${not_run[@]}"} -- ${unknown_metrics[@]+"${unknown_metrics[@]}"}
 echo "profile: $out/profile.md ($(($(date +%s) - start_time))s)"
 [ "${#not_run[@]}" -eq 0 ]

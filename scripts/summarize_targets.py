@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Checks one GPU run's benchmark results against the targets of issues 3, 4 and 5 and writes a Markdown report.
 
-    summarize_targets.py --bench OUTDIR/bench.json [--torch-rnn OUTDIR/torch_rnn.json] --out OUTDIR/targets.md
+    summarize_targets.py --bench OUTDIR/bench.json [--torch-rnn OUTDIR/torch_rnn.json] [--profile-dir DIR]
+                         --out OUTDIR/targets.md
+
+--profile-dir: a folder of scripts/gpu-profile.sh's output (profile.csv, profile_cases.tsv; in a gpu-session.sh run,
+logs.tar.gz's profile-run/): the launches it profiled of each missed case's benchmark are listed beside the misses.
 
 Every figure is computed from the JSON files given (one run: ratios are taken between cases measured in that
 run); nothing is assumed. A target whose cases are missing from the run is reported as "no data", never as met,
@@ -30,8 +34,12 @@ Exit status: 0 when the report was written (whatever the verdicts), 2 when the b
 import argparse
 import json
 import math
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import profile_table  # noqa: E402  (scripts/profile_table.py, beside this one)
 
 # Every target judged below, so that one without a case in the run still shows.
 ALL_TARGETS = [
@@ -549,10 +557,65 @@ def attention_section(report, runs, torch_attention):
                   "auto tile", "targets"], rows)
 
 
+# The profile's columns beside a miss: what tells a memory-bound kernel from a latency- or issue-bound one.
+PROFILE_COLUMNS = ["time us", "DRAM % peak", "L2 hit %", "occupancy %", "issue %", "load stall %", "no-inst stall %"]
+
+
+def profile_section(report, profile_dir):
+    """Every missed case whose benchmark gpu-profile.sh profiled in this folder, with its profiled launches, and
+    how many misses have no profile."""
+    csv_path = os.path.join(profile_dir, "profile.csv")
+    if not os.path.exists(csv_path):
+        report.add(f"## Profiles of the missed cases\n\nNo profile.csv in {profile_dir}.\n")
+        return
+    cases = profile_table.read_cases(profile_dir, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                               "gpu-profile.sh"))
+    by_bench = {}
+    for case, bench in cases.items():
+        by_bench.setdefault(bench, []).append(case)
+    launches = {}
+    for case, row in profile_table.read_launches(csv_path):
+        launches.setdefault(case, []).append(row)
+    columns = [c for c in profile_table.COLUMNS if c[0] in PROFILE_COLUMNS]
+    rows, unprofiled = [], []
+    for target, met, name in report.verdicts:
+        if met is not False:
+            continue
+        profiled = [case for case in by_bench.get(name, []) if launches.get(case)]
+        if not profiled:
+            unprofiled.append((target, name))
+        for case in profiled:
+            for row in launches[case]:
+                rows.append([target, name, case, profile_table.kernel_name(row)] +
+                            [profile_table.value(row, key, scale) for _, key, scale in columns])
+    report.add("## Profiles of the missed cases")
+    report.add()
+    report.add(f"From {profile_dir} (scripts/gpu-profile.sh, the same benchmark under ncu, a few launches each; "
+               "profile.md there has every column). DRAM % peak and issue % both low with a high load stall: "
+               "latency-bound; DRAM % high: bandwidth-bound; issue % high: instruction-bound.")
+    report.add()
+    if rows:
+        report.table(["target", "case", "profile case", "kernel"] + [c[0] for c in columns], rows)
+    missed = {}
+    for target, met, name in report.verdicts:
+        if met is False:
+            missed.setdefault(target, set()).add(name)
+    without = {}
+    for target, name in unprofiled:
+        without.setdefault(target, set()).add(name)
+    report.add("Missed cases without a profile, per target" + (":" if without else ": none."))
+    for target in (t for t in ALL_TARGETS if t in without):
+        names = sorted(without[target], key=natural_key)
+        report.add(f"- {target}: {len(names)} of {len(missed[target])} missed case(s) without a profile: "
+                   + ", ".join(names[:16]) + (" ..." if len(names) > 16 else ""))
+    report.add()
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench", required=True)
     parser.add_argument("--torch-rnn")
+    parser.add_argument("--profile-dir")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv[1:])
     try:
@@ -607,6 +670,8 @@ def main(argv):
     rnn_section(report, runs, torch_rnn)
     attention_section(report, runs, torch_attention)
     ab_section(report, runs, ab)
+    if args.profile_dir:
+        profile_section(report, args.profile_dir)
 
     # The verdicts first: per target, how many cases met it.
     summary = {t: [0, 0, 0] for t in ALL_TARGETS}
