@@ -1103,10 +1103,13 @@ __device__ __forceinline__ bool merge_tile_partials(const SegmentLayout<OffsetT>
 }
 
 // Blocks for a persistent segment kernel that walks `warp_items` warp-sized items, with `shared_bytes` of
-// dynamic shared memory per block.
+// dynamic shared memory per block (at most segment_grid_cap(), where a test set one).
 template <typename Kernel>
 inline Status persistent_grid(Kernel kernel, std::int64_t warp_items, unsigned& blocks, std::size_t shared_bytes = 0) {
-  return resident_grid_size(kernel, kSegmentThreads, warp_items, kSegmentThreads / kWarpSize, blocks, shared_bytes);
+  RAGGED_RETURN_IF_ERROR(
+      resident_grid_size(kernel, kSegmentThreads, warp_items, kSegmentThreads / kWarpSize, blocks, shared_bytes));
+  if (const unsigned cap = segment_grid_cap(); cap > 0) blocks = std::min(blocks, cap);
+  return Status::kSuccess;
 }
 
 // Dynamic shared memory of the first-pass kernel: stage_plan's copy of the plan (or none), then the warps' merge

@@ -84,6 +84,14 @@ void set_segment_staged_merges_enabled(bool enabled);
 int segment_merge_stage_cap();
 void set_segment_merge_stage_cap(int bytes);
 
+// The most blocks any segment kernel's grid takes: 0 (the default) for as many as the device holds at once and the
+// work needs. For tests: a grid of 1 to 3 blocks makes every grid-stride loop (row passes, unit walks, streams,
+// the softmax's second pass) take many rounds on a small input, where a full grid takes one. Safe at any value:
+// no segment kernel waits for another block (the merge trees' last arrival merges). Not thread-safe to change, as
+// above.
+unsigned segment_grid_cap();
+void set_segment_grid_cap(unsigned blocks);
+
 // Whether segment_softmax holds its block rows in shared memory (is_block_row: segment_geometry.h); on unless
 // the process started with RAGGED_SEGMENT_BLOCK_ROWS=0 (those rows then take the chunks and the second pass).
 // Not thread-safe to change, as above.

@@ -333,16 +333,21 @@ inline std::vector<std::int64_t> many_rows_few_warp_rows(std::mt19937_64& rng) {
   return lengths;
 }
 
+// The cap on the segment kernels' grids (0: none).
+using RestoreGridCap = RestoreSetting<unsigned, detail::segment_grid_cap, detail::set_segment_grid_cap>;
+
 // Lengths for the sub-warp row pass (rows of at most detail::kSubwarpRowTokens tokens at D > 32): mostly 0 to 4
 // tokens, with rows of 5 to 40 and a few of several chunks among them (for the first pass's plan), over several
 // groups of 128 rows, so that a batch of 32 (or of 4, wide) holds any number of short rows. `wide`: for D of
 // several column tiles (up to 1024), fewer rows and long rows of at most 200 tokens, which still have several
 // chunks there (64 tokens a reduce chunk in float), so that the emulator's run stays short.
-inline std::vector<std::int64_t> subwarp_lengths(std::mt19937_64& rng, bool wide = false) {
+// `inner` past 1024 (16-bit rows of 8 column tiles at 2048) takes 80 rows, about the elements of D = 520's.
+inline std::vector<std::int64_t> subwarp_lengths(std::mt19937_64& rng, bool wide = false, std::int64_t inner = 0) {
   std::uniform_int_distribution<int> kind(0, 19);
   std::uniform_int_distribution<std::int64_t> short_row(0, detail::kSubwarpRowTokens), medium(5, 40),
       long_row(41, wide ? 200 : 600);
-  const std::size_t rows = std::uniform_int_distribution<std::size_t>(wide ? 150 : 300, wide ? 300 : 700)(rng);
+  const std::size_t rows =
+      inner > 1024 ? 80 : std::uniform_int_distribution<std::size_t>(wide ? 150 : 300, wide ? 300 : 700)(rng);
   std::vector<std::int64_t> lengths(rows);
   for (std::int64_t& l : lengths) {
     const int k = kind(rng);
@@ -368,6 +373,18 @@ struct RowPassesOn {
 inline std::vector<LengthSet> row_prefetch_sets(std::mt19937_64& rng, std::int64_t inner) {
   if (inner == 1) return {{"around the warp rows' bounds", warp_row_lengths(rng, 600)}};
   return {{"short rows among longer ones", subwarp_lengths(rng, inner > 256)}};
+}
+
+// Length sets that run every pass of the segment kernels at `inner`: the row passes' sets (row_prefetch_sets: warp
+// rows at D = 1, sub-warp or wide short rows above 32, among rows of several chunks) and thousands of short rows
+// with scattered long ones (plans of many groups, merge trees; softmax rows past the local-finish limit), and at
+// D = 64 one row of ~1M elements (merge trees of three levels; a softmax row too long for a block, which the second
+// pass writes). For the grid cap tests, where a grid of a few blocks walks them in many rounds.
+inline std::vector<LengthSet> every_pass_sets(std::mt19937_64& rng, std::int64_t inner) {
+  std::vector<LengthSet> sets = row_prefetch_sets(rng, inner);
+  sets.push_back({"scattered long rows", scattered_long_rows(rng, inner)});
+  if (inner == 64) sets.push_back({"one row holds all", one_row_holds_all(rng, inner)});
+  return sets;
 }
 
 // The first-pass kernels' merges staged in shared memory.

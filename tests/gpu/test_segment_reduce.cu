@@ -1,10 +1,10 @@
 // segment_reduce and segment_reduce_backward on the device against the CPU reference: every op (max / min with and
-// without an arg output), every T, both offset types, D in {1, 3, 64, 1000}, every length regime plus power-law lengths
-// and one row holding ~all of 1M+ elements; rows whose partials take merge trees of one to three levels; NaN,
+// without an arg output), every T, both offset types, D in {1, 3, 64, 1000}, every length regime plus power-law
+// lengths and one row holding ~all of 1M+ elements; rows whose partials take merge trees of one to three levels; NaN,
 // infinities, ties and signed zeros; bitwise determinism and batch invariance; streamed rows against the unit walk,
 // bitwise; the sub-warp row pass of short rows at D > 32 against the first pass (max / min bitwise, every op at wide
-// D); the warp rows at D = 1 against the streams, bitwise; capture in a CUDA graph; a short workspace and malformed
-// offsets (the other argument errors: tests/cpu/test_argument_checks.cpp).
+// D); the warp rows at D = 1 against the streams, bitwise; grids capped at 1 and 3 blocks, bitwise; capture in a CUDA
+// graph; a short workspace and malformed offsets (the other argument errors: tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -340,8 +340,9 @@ TEMPLATE_TEST_CASE("segment_reduce: the sub-warp row pass gives the first pass's
   // Rows of at most 4 tokens at D > 32 with 16-byte vectors are finished by the row pass
   // (segment_reduce_subwarp_rows_kernel) instead of the first pass: by a sub-warp at D = 64, 128, 256 where 32 /
   // vcols whole rows fit a warp, by the whole warp over the column tiles at wider D (264: 3 float tiles, the last
-  // of 2 lanes, or 2 bfloat16 ones, the last of 1; 520: 5 float tiles, more than one round of loads). D = 1000 in
-  // the reference tests is 8 float tiles. Max / min select one input by a total order (NaN first, then the
+  // of 2 lanes, or 2 bfloat16 ones, the last of 1; 520: 5 float tiles, more than one round of loads; 2048 in half
+  // and bfloat16: 8 tiles, the most a wide short row takes, in 4 rounds). D = 1000 in the reference tests is 8
+  // float tiles. Max / min select one input by a total order (NaN first, then the
   // extreme, then the lower index), so both paths must give the same bits and the same arg, ties, signed zeros,
   // NaN and infinities included. At narrow D the sums add in another order, so they are held against the
   // reference (also under both settings); at wide D a unit's lane adds its column in token order too, so every
@@ -353,7 +354,9 @@ TEMPLATE_TEST_CASE("segment_reduce: the sub-warp row pass gives the first pass's
   const double special_values[] = {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity(),
                                    -1.0, -0.0, 0.0, 1.0, std::numeric_limits<double>::infinity()};
   std::discrete_distribution<int> pick_special({1, 2, 8, 8, 8, 8, 2});
-  for (std::int64_t inner : {64, 128, 256, 264, 520}) {
+  std::vector<std::int64_t> inners{64, 128, 256, 264, 520};
+  if (sizeof(T) == 2) inners.push_back(2048);
+  for (std::int64_t inner : inners) {
     const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
     const auto g = detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec, 1, 1, true);
     const std::int64_t vcols = inner / vec;
@@ -363,7 +366,7 @@ TEMPLATE_TEST_CASE("segment_reduce: the sub-warp row pass gives the first pass's
     if (!g.narrow) same_bits.insert(same_bits.end(), {ReduceOp::kSum, ReduceOp::kMean});
     for (bool ties : {false, true}) {
       INFO("inner " << inner << (ties ? ", values from {NaN, -inf, -1, -0, 0, 1, inf}" : ", random values"));
-      auto host = test::random_ragged<T, OffsetT>(subwarp_lengths(rng, !g.narrow), inner, rng);
+      auto host = test::random_ragged<T, OffsetT>(subwarp_lengths(rng, !g.narrow, inner), inner, rng);
       if (ties)
         for (T& v : host.values) v = test::round_to<T>(special_values[pick_special(rng)]);
       const DeviceRagged<T, OffsetT> dev(host);
@@ -458,6 +461,26 @@ TEMPLATE_TEST_CASE("segment_reduce: the row passes' L2 prefetch gives the same b
   for (std::int64_t inner : {1, 64, 520})
     require_setting_keeps_bits<T, OffsetT>(row_prefetch_sets(rng, inner), inner, rng,
                                            detail::set_segment_row_prefetch_enabled);
+}
+
+TEMPLATE_TEST_CASE("segment_reduce: grids of one and three blocks give the full grid's bits",
+                   "[segment][gpu][determinism]", F32_I32, BF16_I64) {
+  // Every segment kernel walks its work grid-stride, a full grid often in one round on the tests' inputs. Capped
+  // at 1 or 3 blocks (set_segment_grid_cap), each warp takes many rows, batches, units and second-pass slots, one
+  // after another: the row passes (D = 1: scalar and warp rows; 64: sub-warp rows; 264 and 520: wide short rows,
+  // 520 in two rounds of loads a row; 3: row_pass), the unit walks and streams, their prefetches ahead, and the
+  // merge trees. A row's result does not depend on which warp computed it, so any difference is a bug in a loop.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(1201);
+  const RestoreGridCap restore;
+  const RowPassesOn row_passes;
+  for (unsigned cap : {1u, 3u}) {
+    INFO("grid of at most " << cap << " blocks");
+    for (std::int64_t inner : {1, 3, 64, 264, 520})
+      require_setting_keeps_bits<T, OffsetT>(every_pass_sets(rng, inner), inner, rng,
+                                             [cap](bool on) { detail::set_segment_grid_cap(on ? cap : 0u); });
+  }
 }
 
 TEMPLATE_TEST_CASE("segment_reduce: merges staged in shared memory give the register merges' bits",

@@ -1,10 +1,11 @@
-// segment_softmax / log-softmax and their backward passes on the device against the CPU reference: every T, both offset
-// types, D in {1, 3, 64, 1000}, every length regime plus power-law lengths and one row holding ~all of 1M+ elements;
-// rows around the local-finish and block-row limits; NaN and masked (-inf) inputs; spare rows past offsets[batch] left
-// untouched; bitwise determinism and batch invariance; streamed rows against the unit walk, bitwise; short rows at D >
-// 32 in the sub-warp row pass (a warp each at wide D); rows of 33 to 512 tokens at D = 1 taken a warp each, bitwise
-// against the streams; launches after a cudaDeviceReset; a short workspace and malformed offsets (the other argument
-// errors: tests/cpu/test_argument_checks.cpp).
+// segment_softmax / log-softmax and their backward passes on the device against the CPU reference: every T, both
+// offset types, D in {1, 3, 64, 1000}, every length regime plus power-law lengths and one row holding ~all of 1M+
+// elements; rows around the local-finish and block-row limits; NaN and masked (-inf) inputs; spare rows past
+// offsets[batch] left untouched; bitwise determinism and batch invariance; streamed rows against the unit walk,
+// bitwise; short rows at D > 32 in the sub-warp row pass (a warp each at wide D); rows of 33 to 512 tokens at D = 1
+// taken a warp each, bitwise against the streams; grids capped at 1 and 3 blocks, bitwise; launches after a
+// cudaDeviceReset; a short workspace and malformed offsets (the other argument errors:
+// tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -462,8 +463,8 @@ TEMPLATE_TEST_CASE("segment_softmax: short rows at D > 32 in the sub-warp row pa
   // Rows of at most 4 tokens at D > 32 with 16-byte vectors are read once and written from registers by the row
   // pass (segment_softmax_subwarp_rows_kernel), forward and backward: by a sub-warp at D = 64, 128, 256 where 32 /
   // vcols whole rows fit a warp, by the whole warp over the column tiles at wider D (264: 3 float tiles, the last
-  // of 2 lanes, or 2 bfloat16 ones, the last of 1; 520: 5 float tiles, more than one round of loads). D = 1000 in
-  // the reference tests is 8 float tiles. Against the reference with the pass on and off, on random values
+  // of 2 lanes, or 2 bfloat16 ones, the last of 1; 520: 5 float tiles, more than one round of loads; 2048 in half
+  // and bfloat16: 8 tiles, the most a wide short row takes). D = 1000 in the reference tests is 8 float tiles. Against the reference with the pass on and off, on random values
   // and on rows with fully masked (-inf) columns, masked items and NaN, whose outputs must be NaN as the
   // reference's.
   using T = typename TestType::Value;
@@ -471,14 +472,16 @@ TEMPLATE_TEST_CASE("segment_softmax: short rows at D > 32 in the sub-warp row pa
   auto rng = test::make_rng(991);
   const RestoreSubwarpRows restore;
   std::bernoulli_distribution masked(0.25), column_masked(0.1), nan(0.02);
-  for (std::int64_t inner : {64, 128, 256, 264, 520}) {
+  std::vector<std::int64_t> inners{64, 128, 256, 264, 520};
+  if (sizeof(T) == 2) inners.push_back(2048);
+  for (std::int64_t inner : inners) {
     const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
     for (bool backward : {false, true})
       REQUIRE(detail::make_softmax_geometry(inner, vec, sizeof(T), backward, true).subwarp_rows);
     const bool wide = inner / vec > 32;
     for (bool special : {false, true}) {
       INFO("inner " << inner << (special ? ", masked columns, masked items and NaN" : ", random values"));
-      auto host = test::random_ragged<T, OffsetT>(subwarp_lengths(rng, wide), inner, rng, kSpareRows);
+      auto host = test::random_ragged<T, OffsetT>(subwarp_lengths(rng, wide, inner), inner, rng, kSpareRows);
       if (special)
         for (std::int64_t b = 0; b < host.batch; ++b)
           for (std::int64_t d = 0; d < inner; ++d) {
@@ -596,6 +599,28 @@ TEMPLATE_TEST_CASE("segment_softmax: the row passes' L2 prefetch gives the same 
       const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
       require_switch_keeps_bits(dev, dy, detail::set_segment_row_prefetch_enabled);  // prefetch, then none
     }
+}
+
+TEMPLATE_TEST_CASE("segment_softmax: grids of one and three blocks give the full grid's bits",
+                   "[segment][gpu][determinism]", F32_I32, BF16_I64) {
+  // As segment_reduce's test: capped at 1 or 3 blocks (set_segment_grid_cap), every grid-stride loop of the row
+  // passes, the first pass and the second pass (block rows and rows past the local-finish limit included) takes many
+  // rounds; forward and backward must not move.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(1203);
+  const RestoreGridCap restore;
+  const RowPassesOn row_passes;
+  for (unsigned cap : {1u, 3u})
+    for (std::int64_t inner : {1, 3, 64, 264, 520})
+      for (const LengthSet& set : every_pass_sets(rng, inner)) {
+        INFO("grid of at most " << cap << " blocks; lengths: " << set.name << " (batch " << set.lengths.size()
+                                << "), inner " << inner);
+        const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng, kSpareRows);
+        const DeviceRagged<T, OffsetT> dev(host);
+        const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
+        require_switch_keeps_bits(dev, dy, [cap](bool on) { detail::set_segment_grid_cap(on ? cap : 0u); });
+      }
 }
 
 TEST_CASE("segment_softmax and its backward can be captured in a CUDA graph", "[segment][gpu][graph]") {
