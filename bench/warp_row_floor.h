@@ -1,10 +1,11 @@
 // A warp per row at D = 1 (bench_segment.cu: `segment_sum|segment_max|segment_softmax/floor/.../kind:warp`, the
 // uniform and power-law regimes). Not a ragged op: a benchmark kernel that gives every row a warp of its own,
-// grid-stride over the rows, and does nothing else: no plan, no first pass, no load balancing, one launch. It is
-// the plain design a CSR segment kernel would take, which ragged's D = 1 path is meant to beat: a row pass whose
-// warps finish these rows a warp each (warp rows: warp_row_pass) after its own groups, on top of the plan and the
-// persistent kernel that stream the others (segment_reduce.cuh stream_rows). Its time against ragged's, in the same run, says what that machinery costs or is worth on rows
-// of a few hundred tokens; a long row (the power-law tail) is one warp's serial walk here, which bounds it.
+// grid-stride over the rows, and does nothing else: no plan, no first pass, no load balancing, one launch. It is the
+// plain design a CSR segment kernel would take, which ragged's D = 1 path is meant to beat: a row pass whose warps
+// finish these rows a warp each (warp rows: warp_row_pass) after its own groups, on top of the plan and the
+// persistent kernel that stream the others (segment_reduce.cuh stream_rows). Its time against ragged's, in the same
+// run, says what that machinery costs or is worth on rows of a few hundred tokens; a long row (the power-law tail) is
+// one warp's serial walk here, which bounds it.
 //   sum      out[row] = the row's sum (0 for an empty row), accumulated in float
 //   max      out[row] = the row's largest value by fmaxf (0 for an empty row)
 //   softmax  out = softmax over each row; rows of up to 32 x kWarpRowHeld tokens are read once and written from

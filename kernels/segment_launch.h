@@ -56,9 +56,9 @@ void set_segment_scalar_rows_enabled(bool enabled);
 
 // Whether the row pass at D = 1 (the scalar one) of segment_reduce and segment_softmax (forward and backward) also
 // finishes the rows of more than tiny_tokens and at most kWarpRowTokens tokens, a warp per row (is_warp_row,
-// segment_geometry.h); on unless the process started with RAGGED_SEGMENT_WARP_ROWS=0 (those rows then take the
-// first pass's streams, or its units where a softmax row does not fit a window). The same results either way (the same order of operations); read by take_warp_rows. Not
-// thread-safe to change, as above.
+// segment_geometry.h); on unless the process started with RAGGED_SEGMENT_WARP_ROWS=0 (those rows then take the first
+// pass's streams, or its units where a softmax row does not fit a window). The same results either way (the same
+// order of operations); read by take_warp_rows. Not thread-safe to change, as above.
 bool segment_warp_rows_enabled();
 void set_segment_warp_rows_enabled(bool enabled);
 

@@ -1,21 +1,20 @@
 // Softmax / log-softmax over the ragged dimension, forward and backward, per inner column.
 //
 // Same row pass, plan and units as the reductions (segment_reduce.cuh), but a unit is one or a few register tiles
-// (geometry.sweeps): the warp loads them one after the other and folds each into the unit's statistic (max and
-// sum of exponentials forward, online; sum of dy * y, or of dy, backward; a forward row of one tile takes the
-// max, then the sum, as the reference does: one_tile_statistic). When the row is a single unit it then
-// writes the result, from registers for the last tile and re-reading the others, which it read moments ago (L2):
-// one DRAM read and one write of the data. A row of several chunks stores per-chunk statistics, merged in the
-// same kernel by the row's merge tree (per column tile; the warp that completes a node's children merges them
-// in chunk order: segment_geometry.h). Up to local_finish_chunks chunks, the warp that merges the root then
-// re-reads the chunks to write them while they are still in L2. Longer rows: a second-pass kernel re-reads the
-// row to write it (the plan counts those rows' units apart, so it visits no other row), unless one block's shared
-// memory holds the row (per column tile): such a block row is read into it once, by one block of the second-pass
-// kernel, and written from there (normalize_block_row), and the first pass skips it. Where 32 vectors are whole
-// tokens, rows short enough are streamed instead: windows of lines across row boundaries, several rows finished
-// from one load (stream_softmax_rows); at D = 1, where rows average more than 16 tokens, the row pass finishes
-// those of 33 to 512 tokens a warp each (normalize_warp_row), in the same order. Three launches, or six for more than 131072 rows (the plan's memset and
-// CUB scan).
+// (geometry.sweeps): the warp loads them one after the other and folds each into the unit's statistic (max and sum of
+// exponentials forward, online; sum of dy * y, or of dy, backward; a forward row of one tile takes the max, then the
+// sum, as the reference does: one_tile_statistic). When the row is a single unit it then writes the result, from
+// registers for the last tile and re-reading the others, which it read moments ago (L2): one DRAM read and one write
+// of the data. A row of several chunks stores per-chunk statistics, merged in the same kernel by the row's merge tree
+// (per column tile; the warp that completes a node's children merges them in chunk order: segment_geometry.h). Up to
+// local_finish_chunks chunks, the warp that merges the root then re-reads the chunks to write them while they are
+// still in L2. Longer rows: a second-pass kernel re-reads the row to write it (the plan counts those rows' units
+// apart, so it visits no other row), unless one block's shared memory holds the row (per column tile): such a block
+// row is read into it once, by one block of the second-pass kernel, and written from there (normalize_block_row), and
+// the first pass skips it. Where 32 vectors are whole tokens, rows short enough are streamed instead: windows of
+// lines across row boundaries, several rows finished from one load (stream_softmax_rows); at D = 1, where rows
+// average more than 16 tokens, the row pass finishes those of 33 to 512 tokens a warp each (normalize_warp_row), in
+// the same order. Three launches, or six for more than 131072 rows (the plan's memset and CUB scan).
 //
 // Templates only: kernels/segment_softmax_<value>_<offset>.cu instantiate them, one type pair per file, so that a
 // build compiles the six in parallel. As one file it was the build's critical path: 177 s of nvcc for sm_90 alone
@@ -454,15 +453,15 @@ __device__ __forceinline__ void normalize_window_row(const SegmentSoftmaxArgs<T,
   }
 }
 
-// The rows that fit a window (fits_window) of this warp's share from unit u on (c at u's row), streamed: a window
-// is the U lines of 32 vectors from a row's first line, loaded at once (its x, and dy backward); every row that
-// lies inside it is finished from registers (normalize_window_row), then the next window starts at the first row
-// that does not. Why: rows of a few hundred bytes to a few KB (D = 64 with 1 to 4 tokens, D = 1 with lengths
-// around 256; the sub-warp rows and the warp rows take most of those now) are one unit each in the walk, whose per-unit cost (the cursor step, the setup with its 64-bit
-// divisions, a round trip for the loads, exponentials of the whole tile's padding) exceeded the row's data; a
-// window serves several such rows with one round trip and computes only their items. Returns with u past the
-// rows it finished and c at u's row when that row does not fit a window (the unit walk takes it), or with
-// u == end. token_end: the end of the share's last row; nothing past it is loaded.
+// The rows that fit a window (fits_window) of this warp's share from unit u on (c at u's row), streamed: a window is
+// the U lines of 32 vectors from a row's first line, loaded at once (its x, and dy backward); every row that lies
+// inside it is finished from registers (normalize_window_row), then the next window starts at the first row that does
+// not. Why: rows of a few hundred bytes to a few KB (D = 64 with 1 to 4 tokens, D = 1 with lengths around 256; the
+// sub-warp rows and the warp rows take most of those now) are one unit each in the walk, whose per-unit cost (the
+// cursor step, the setup with its 64-bit divisions, a round trip for the loads, exponentials of the whole tile's
+// padding) exceeded the row's data; a window serves several such rows with one round trip and computes only their
+// items. Returns with u past the rows it finished and c at u's row when that row does not fit a window (the unit walk
+// takes it), or with u == end. token_end: the end of the share's last row; nothing past it is loaded.
 template <typename Op, typename T, typename OffsetT, int V, bool kLog>
 __device__ void stream_softmax_rows(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int64_t& u, UnitCursor& c,
                                     std::int64_t end, std::int64_t token_end) {

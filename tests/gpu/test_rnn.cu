@@ -541,15 +541,15 @@ TEMPLATE_TEST_CASE("rnn_forward with resident weights: the depth h is staged at 
                    bfloat16) {
   // The persistent kernel with resident weights stages h through one buffer per k chunk of a pass, up to four
   // (rnn_geometry.h plan_resident_layout), or two; the chunks are multiplied in the same order either way, and the
-  // plan keeps the units per block (so the splits) of the two-buffer layout. H = 520: 5 chunks of 128 float
-  // columns (four buffers), 3 of 256 bfloat16 ones (three). LSTM with proj_size 24: the gates have one chunk
-  // (k = 24) and the projection W_hr's (k = H) sets the depth. Bidirectional, a GRU of H = 300 and an LSTM of
-  // H = 292 (3 float chunks, 2 bfloat16): tests/emu/run.sh runs this on 19 and on 65 SMs too, where shared memory
-  // decides blocks per SM (two of up to 113 KB) and the plan moves to a count of fewer blocks; on 65 SMs the float
-  // LSTM's count of 9 units fits two blocks per SM with two buffers and not with three, so the plan keeps two
-  // there rather than take 10 units (another split of the k-steps). 40 sequences of 0..5 tokens: two batch chunks at the first steps, so each
-  // pass also begins the second chunk's product during the first one's epilogue. Two, three and four buffers at
-  // most, against the reference and bitwise against two.
+  // plan keeps the units per block (so the splits) of the two-buffer layout. H = 520: 5 chunks of 128 float columns
+  // (four buffers), 3 of 256 bfloat16 ones (three). LSTM with proj_size 24: the gates have one chunk (k = 24) and the
+  // projection W_hr's (k = H) sets the depth. Bidirectional, a GRU of H = 300 and an LSTM of H = 292 (3 float chunks,
+  // 2 bfloat16): tests/emu/run.sh runs this on 19 and on 65 SMs too, where shared memory decides blocks per SM (two
+  // of up to 113 KB) and the plan moves to a count of fewer blocks; on 65 SMs the float LSTM's count of 9 units fits
+  // two blocks per SM with two buffers and not with three, so the plan keeps two there rather than take 10 units
+  // (another split of the k-steps). 40 sequences of 0..5 tokens: two batch chunks at the first steps, so each pass
+  // also begins the second chunk's product during the first one's epilogue. Two, three and four buffers at most,
+  // against the reference and bitwise against two.
   using T = TestType;
   CublasHandle cublas;
   auto rng = test::make_rng(585);

@@ -167,13 +167,13 @@ TEMPLATE_TEST_CASE("segment_softmax on the device: a plan too large for the firs
 TEMPLATE_TEST_CASE("segment_softmax rows on both sides of the local-finish limit", "[segment][gpu]", F32_I32,
                    BF16_I64) {
   // Rows of 2 .. kLocalFinishChunks (K) chunks are written by the warp that merges the root of their merge tree;
-  // longer ones by the second-pass kernel (segment_softmax.cuh). With a fan-in of 16 the trees here have one or
-  // two levels; "one row holds all" (1024 chunks at D = 1 and 64) has three. Forward chunks hold 1024 tokens at D = 1 and 16
-  // at D = 64; at D = 1000 (column tiles) 8 float tokens, or 16 bfloat16 tokens streamed as 4 register tiles of
-  // 4 (backward chunks are half as long). These lengths straddle both limits, with a one-chunk row, a row shorter
-  // than a register tile and an empty one in between, in one batch.
-  // With block rows on (the default) the rows past the local finish that fit the second-pass kernel's shared
-  // memory are block rows (tested below); off, every one of them takes the second pass.
+  // longer ones by the second-pass kernel (segment_softmax.cuh). With a fan-in of 16 the trees here have one or two
+  // levels; "one row holds all" (1024 chunks at D = 1 and 64) has three. Forward chunks hold 1024 tokens at D = 1 and
+  // 16 at D = 64; at D = 1000 (column tiles) 8 float tokens, or 16 bfloat16 tokens streamed as 4 register tiles of 4
+  // (backward chunks are half as long). These lengths straddle both limits, with a one-chunk row, a row shorter than
+  // a register tile and an empty one in between, in one batch. With block rows on (the default) the rows past the
+  // local finish that fit the second-pass kernel's shared memory are block rows (tested below); off, every one of
+  // them takes the second pass.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(506);
@@ -460,13 +460,13 @@ TEMPLATE_TEST_CASE("segment_softmax: smaller merge stagings give the register me
 
 TEMPLATE_TEST_CASE("segment_softmax: short rows at D > 32 in the sub-warp row pass", "[segment][gpu]", F32_I32,
                    F16_I64, BF16_I32) {
-  // Rows of at most 4 tokens at D > 32 with 16-byte vectors are read once and written from registers by the row
-  // pass (segment_softmax_subwarp_rows_kernel), forward and backward: by a sub-warp at D = 64, 128, 256 where 32 /
-  // vcols whole rows fit a warp, by the whole warp over the column tiles at wider D (264: 3 float tiles, the last
-  // of 2 lanes, or 2 bfloat16 ones, the last of 1; 520: 5 float tiles, more than one round of loads; 2048 in half
-  // and bfloat16: 8 tiles, the most a wide short row takes). D = 1000 in the reference tests is 8 float tiles. Against the reference with the pass on and off, on random values
-  // and on rows with fully masked (-inf) columns, masked items and NaN, whose outputs must be NaN as the
-  // reference's.
+  // Rows of at most 4 tokens at D > 32 with 16-byte vectors are read once and written from registers by the row pass
+  // (segment_softmax_subwarp_rows_kernel), forward and backward: by a sub-warp at D = 64, 128, 256 where 32 / vcols
+  // whole rows fit a warp, by the whole warp over the column tiles at wider D (264: 3 float tiles, the last of 2
+  // lanes, or 2 bfloat16 ones, the last of 1; 520: 5 float tiles, more than one round of loads; 2048 in half and
+  // bfloat16: 8 tiles, the most a wide short row takes). D = 1000 in the reference tests is 8 float tiles. Against
+  // the reference with the pass on and off, on random values and on rows with fully masked (-inf) columns, masked
+  // items and NaN, whose outputs must be NaN as the reference's.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(991);
