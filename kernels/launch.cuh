@@ -43,8 +43,17 @@ inline Status sm_count(int& count) {
                    "cudaDeviceGetAttribute(MultiProcessorCount)");
 }
 
+// The most blocks grid_size gives any grid: 0 (the default) for no cap. For tests: a grid of 1 to 3 blocks makes
+// every grid-stride loop of the kernels sized by grid_size or resident_grid_size (segment ops, conversions, masks,
+// offsets, packing) take many rounds on a small input, where a full grid takes one. Safe at any value: no such
+// kernel waits for another block (the segment merge trees' last arrival merges). The persistent RNN kernels
+// (cooperative, a grid per hidden slice) are not sized here. Not thread-safe to change.
+unsigned grid_cap();
+void set_grid_cap(unsigned blocks);
+
 // Blocks for a grid-stride loop over `work_items` items of `items_per_block`: enough to fill the device
-// (`waves` blocks per SM) and no more than the work needs. Always at least 1.
+// (`waves` blocks per SM) and no more than the work needs (nor than grid_cap(), where a test set one). Always at
+// least 1.
 inline Status grid_size(std::int64_t work_items, std::int64_t items_per_block, int waves, unsigned& blocks) {
   int sms = 0;
   Status s = sm_count(sms);
@@ -52,6 +61,7 @@ inline Status grid_size(std::int64_t work_items, std::int64_t items_per_block, i
   const std::int64_t needed = (work_items + items_per_block - 1) / items_per_block;
   const std::int64_t cap = static_cast<std::int64_t>(sms) * waves;
   blocks = static_cast<unsigned>(std::max<std::int64_t>(1, std::min(needed, cap)));
+  if (const unsigned test_cap = grid_cap(); test_cap > 0) blocks = std::min(blocks, test_cap);
   return Status::kSuccess;
 }
 

@@ -1103,13 +1103,10 @@ __device__ __forceinline__ bool merge_tile_partials(const SegmentLayout<OffsetT>
 }
 
 // Blocks for a persistent segment kernel that walks `warp_items` warp-sized items, with `shared_bytes` of
-// dynamic shared memory per block (at most segment_grid_cap(), where a test set one).
+// dynamic shared memory per block.
 template <typename Kernel>
 inline Status persistent_grid(Kernel kernel, std::int64_t warp_items, unsigned& blocks, std::size_t shared_bytes = 0) {
-  RAGGED_RETURN_IF_ERROR(
-      resident_grid_size(kernel, kSegmentThreads, warp_items, kSegmentThreads / kWarpSize, blocks, shared_bytes));
-  if (const unsigned cap = segment_grid_cap(); cap > 0) blocks = std::min(blocks, cap);
-  return Status::kSuccess;
+  return resident_grid_size(kernel, kSegmentThreads, warp_items, kSegmentThreads / kWarpSize, blocks, shared_bytes);
 }
 
 // Dynamic shared memory of the first-pass kernel: stage_plan's copy of the plan (or none), then the warps' merge

@@ -41,7 +41,8 @@ void set_segment_prefetch_groups(int groups);
 // Whether the row passes of segment_reduce and segment_softmax (forward and backward) ask L2 for the values of the
 // rows they will load next while they finish the current ones (prefetch.global.L2): the warp rows at D = 1
 // (warp_row_pass), the sub-warp rows (subwarp_row_pass) and the wide short rows (wide_short_row_pass, which also
-// asks for the current row's later column tiles); on unless the process started with
+// asks for the current row's later column tiles), and segment_softmax's units of several register tiles (16-bit
+// elements at D > 64) ask for their later tiles (normalize_unit); on unless the process started with
 // RAGGED_SEGMENT_ROW_PREFETCH=0. The same results either way (a prefetch loads nothing into registers); read when
 // src/segment_reduce.cpp lays out the workspace. Not thread-safe to change, as above.
 bool segment_row_prefetch_enabled();
@@ -84,14 +85,6 @@ void set_segment_staged_merges_enabled(bool enabled);
 int segment_merge_stage_cap();
 void set_segment_merge_stage_cap(int bytes);
 
-// The most blocks any segment kernel's grid takes: 0 (the default) for as many as the device holds at once and the
-// work needs. For tests: a grid of 1 to 3 blocks makes every grid-stride loop (row passes, unit walks, streams,
-// the softmax's second pass) take many rounds on a small input, where a full grid takes one. Safe at any value:
-// no segment kernel waits for another block (the merge trees' last arrival merges). Not thread-safe to change, as
-// above.
-unsigned segment_grid_cap();
-void set_segment_grid_cap(unsigned blocks);
-
 // Whether segment_softmax holds its block rows in shared memory (is_block_row: segment_geometry.h); on unless
 // the process started with RAGGED_SEGMENT_BLOCK_ROWS=0 (those rows then take the chunks and the second pass).
 // Not thread-safe to change, as above.
@@ -127,8 +120,8 @@ struct SegmentLayout {
   // the workspace): segment_reduce's unit and stream loops use it; every op's row pass prefetches its offsets two
   // groups ahead unless it is 0.
   int prefetch_groups = 0;
-  // Whether the row passes ask L2 for the rows they load next (segment_row_prefetch_enabled, read when
-  // src/segment_reduce.cpp lays out the workspace).
+  // Whether the row passes ask L2 for the rows they load next, and the softmax's units of several register tiles
+  // for their later tiles (segment_row_prefetch_enabled, read when src/segment_reduce.cpp lays out the workspace).
   bool prefetch_rows = false;
   // Whether segment_reduce's unit loop asks L2 for a unit's whole data when it starts (prefetch_unit,
   // segment_common.cuh): set by its launcher on small inputs (take_unit_prefetch, below).

@@ -1,6 +1,6 @@
 // The process-wide settings of the segment kernels (segment_launch.h): segment_reduce's and segment_softmax's
-// row streams, scalar, warp and sub-warp row passes, the row passes' L2 prefetch, staged merges,
-// segment_reduce's L2 prefetch, and the tests' grid cap; the kernels are in segment_reduce.cuh and segment_softmax.cuh.
+// row streams, scalar, warp and sub-warp row passes, the row passes' L2 prefetch, staged merges, and
+// segment_reduce's L2 prefetch; the kernels are in segment_reduce.cuh and segment_softmax.cuh.
 #include <algorithm>
 
 #include "segment_launch.h"
@@ -52,13 +52,6 @@ int& segment_merge_stage_cap_setting() {
   return bytes;
 }
 
-// The most blocks a segment kernel's grid takes (0: as many as are resident). Tests only: a grid smaller than the
-// resident one makes every grid-stride loop take several rounds on any input.
-unsigned& segment_grid_cap_setting() {
-  static unsigned blocks = 0;
-  return blocks;
-}
-
 // RAGGED_SEGMENT_ROW_PREFETCH=0 in the environment starts a process whose row passes ask L2 for nothing ahead of
 // their rows' loads, to compare the two on a GPU.
 bool& segment_row_prefetch_setting() {
@@ -93,8 +86,6 @@ void set_segment_merge_stage_cap(int bytes) {
   while (cap > bytes && cap >= kMergeStageMinBytes) cap /= 2;
   segment_merge_stage_cap_setting() = cap >= kMergeStageMinBytes ? cap : 0;
 }
-unsigned segment_grid_cap() { return segment_grid_cap_setting(); }
-void set_segment_grid_cap(unsigned blocks) { segment_grid_cap_setting() = blocks; }
 int segment_prefetch_groups() { return segment_prefetch_setting(); }
 void set_segment_prefetch_groups(int groups) {
   segment_prefetch_setting() = std::min(std::max(groups, 0), kSegmentMaxPrefetchGroups);

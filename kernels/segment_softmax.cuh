@@ -320,6 +320,17 @@ __device__ bool normalize_unit(const SegmentSoftmaxArgs<T, OffsetT>& a, std::int
     const std::int64_t items = left > 0 ? divmod_nonnegative(left + g.phases - 1, g.phases).quot : 0;
     return !slot.active || left <= 0 ? 0 : items < N ? static_cast<int>(items) : N;
   };
+  // A unit of several register tiles loads them one after another, each a round trip after the one before; where
+  // L.prefetch_rows, its later tiles (second pass: all but the last, which it loads first) are asked of L2 before
+  // the first load, so those round trips meet L2. Not for the local finish, which re-reads what it read moments ago.
+  if constexpr (kMaySweep<Op, T, V>) {
+    if (L.prefetch_rows && sweeps > 1 && pass != Pass::kLocalSecond) {  // warp-uniform
+      const std::int64_t from = second_pass ? t0 : t0 + tile_tokens;
+      const std::int64_t to = second_pass ? t0 + (sweeps - 1) * tile_tokens : t1;
+      prefetch_unit(a.x, g, begin, from, to, place.tile);
+      if constexpr (Op::kBackward) prefetch_unit(a.dy, g, begin, from, to, place.tile);
+    }
+  }
   RegisterTile<T, N, V> x, dy;
   auto load_tile = [&](int s) {
     const int n = count(s);

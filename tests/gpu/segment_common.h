@@ -333,9 +333,6 @@ inline std::vector<std::int64_t> many_rows_few_warp_rows(std::mt19937_64& rng) {
   return lengths;
 }
 
-// The cap on the segment kernels' grids (0: none).
-using RestoreGridCap = RestoreSetting<unsigned, detail::segment_grid_cap, detail::set_segment_grid_cap>;
-
 // Lengths for the sub-warp row pass (rows of at most detail::kSubwarpRowTokens tokens at D > 32): mostly 0 to 4
 // tokens, with rows of 5 to 40 and a few of several chunks among them (for the first pass's plan), over several
 // groups of 128 rows, so that a batch of 32 (or of 4, wide) holds any number of short rows. `wide`: for D of

@@ -1,9 +1,9 @@
-// ragged_to_padded / padded_to_ragged on the device against the CPU reference, bit for bit: every dtype x
-// offset type x length regime x align x truncate x max_len below / at / above the longest sequence x inner
-// sizes that select every vector width (16..1 bytes) and every token group (rows of 1, 2, 4 and 8 bytes, with
-// the token-group kernels on and off), sub-views whose base pointers are one element off, the 64-bit index path,
-// multi-tile grids, round trips, malformed offsets, a run refused by the argument checks (the checks themselves:
-// tests/cpu/test_argument_checks.cpp) and the owning layer.
+// ragged_to_padded / padded_to_ragged on the device against the CPU reference, bit for bit: every dtype x offset type
+// x length regime x align x truncate x max_len below / at / above the longest sequence x inner sizes that select
+// every vector width (16..1 bytes) and every token group (rows of 1, 2, 4 and 8 bytes, with the token-group kernels
+// on and off), sub-views whose base pointers are one element off, the 64-bit index path, multi-tile grids, grids
+// capped at 1 and 3 blocks, round trips, malformed offsets, a run refused by the argument checks (the checks
+// themselves: tests/cpu/test_argument_checks.cpp) and the owning layer.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -447,6 +447,49 @@ TEMPLATE_TEST_CASE("conversions over many tiles and many sequences", "[convert][
       c.inner = 2;  // 8-byte rows
       c.max_len = 40;
       check_case<float, OffsetT>(c, rng);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("conversions with grids of one and three blocks match the reference", "[convert][gpu]",
+                   std::int32_t, std::int64_t) {
+  // The conversion kernels walk their tiles grid-stride, a full grid often in one round on these inputs; capped at
+  // 1 or 3 blocks (set_grid_cap) every block takes many, the token groups' sequence search starting afresh at
+  // each. Narrow rows (tiles of 4096 tokens in the token groups: lengths at scale 400, several tiles) with the
+  // token groups on and off, and the vector kernels' wider rows, against the reference, with rows before
+  // offsets[0] and past offsets[batch] left untouched.
+  using OffsetT = TestType;
+  auto rng = test::make_rng(207);
+  const RestoreTokenGroups restore;
+  const test::RestoreGridCap restore_cap;
+  for (unsigned cap : {1u, 3u}) {
+    detail::set_grid_cap(cap);
+    for (test::Regime regime : test::all_regimes()) {
+      for (Align align : kAligns) {
+        INFO("grid of at most " << cap << " blocks, regime " << test::regime_name(regime));
+        Case c;
+        c.lead_rows = 2;
+        c.extra_rows = 3;
+        c.align = align;
+        c.trunc = align == Align::kLeft ? Truncate::kRight : Truncate::kLeft;
+        c.lengths = test::make_lengths(regime, rng, 400);
+        c.max_len = max_lens_around(c.lengths).front();
+        for (bool token_groups : {true, false}) {
+          INFO((token_groups ? "token groups" : "vector kernels"));
+          detail::set_convert_token_groups_enabled(token_groups);
+          c.inner = 1;
+          check_case<std::uint8_t, OffsetT>(c, rng);
+          check_case<float, OffsetT>(c, rng);
+          c.inner = 2;
+          check_case<half, OffsetT>(c, rng);
+        }
+        c.lengths = test::make_lengths(regime, rng, 40);
+        c.max_len = max_lens_around(c.lengths).front();
+        c.inner = 3;
+        check_case<float, OffsetT>(c, rng);
+        c.inner = 64;
+        check_case<bfloat16, OffsetT>(c, rng);
+      }
     }
   }
 }

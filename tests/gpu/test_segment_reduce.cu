@@ -466,20 +466,20 @@ TEMPLATE_TEST_CASE("segment_reduce: the row passes' L2 prefetch gives the same b
 TEMPLATE_TEST_CASE("segment_reduce: grids of one and three blocks give the full grid's bits",
                    "[segment][gpu][determinism]", F32_I32, BF16_I64) {
   // Every segment kernel walks its work grid-stride, a full grid often in one round on the tests' inputs. Capped
-  // at 1 or 3 blocks (set_segment_grid_cap), each warp takes many rows, batches, units and second-pass slots, one
+  // at 1 or 3 blocks (set_grid_cap), each warp takes many rows, batches, units and second-pass slots, one
   // after another: the row passes (D = 1: scalar and warp rows; 64: sub-warp rows; 264 and 520: wide short rows,
   // 520 in two rounds of loads a row; 3: row_pass), the unit walks and streams, their prefetches ahead, and the
   // merge trees. A row's result does not depend on which warp computed it, so any difference is a bug in a loop.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(1201);
-  const RestoreGridCap restore;
+  const test::RestoreGridCap restore;
   const RowPassesOn row_passes;
   for (unsigned cap : {1u, 3u}) {
     INFO("grid of at most " << cap << " blocks");
     for (std::int64_t inner : {1, 3, 64, 264, 520})
       require_setting_keeps_bits<T, OffsetT>(every_pass_sets(rng, inner), inner, rng,
-                                             [cap](bool on) { detail::set_segment_grid_cap(on ? cap : 0u); });
+                                             [cap](bool on) { detail::set_grid_cap(on ? cap : 0u); });
   }
 }
 

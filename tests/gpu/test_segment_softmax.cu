@@ -603,13 +603,13 @@ TEMPLATE_TEST_CASE("segment_softmax: the row passes' L2 prefetch gives the same 
 
 TEMPLATE_TEST_CASE("segment_softmax: grids of one and three blocks give the full grid's bits",
                    "[segment][gpu][determinism]", F32_I32, BF16_I64) {
-  // As segment_reduce's test: capped at 1 or 3 blocks (set_segment_grid_cap), every grid-stride loop of the row
+  // As segment_reduce's test: capped at 1 or 3 blocks (set_grid_cap), every grid-stride loop of the row
   // passes, the first pass and the second pass (block rows and rows past the local-finish limit included) takes many
   // rounds; forward and backward must not move.
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(1203);
-  const RestoreGridCap restore;
+  const test::RestoreGridCap restore;
   const RowPassesOn row_passes;
   for (unsigned cap : {1u, 3u})
     for (std::int64_t inner : {1, 3, 64, 264, 520})
@@ -619,7 +619,7 @@ TEMPLATE_TEST_CASE("segment_softmax: grids of one and three blocks give the full
         const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng, kSpareRows);
         const DeviceRagged<T, OffsetT> dev(host);
         const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
-        require_switch_keeps_bits(dev, dy, [cap](bool on) { detail::set_segment_grid_cap(on ? cap : 0u); });
+        require_switch_keeps_bits(dev, dy, [cap](bool on) { detail::set_grid_cap(on ? cap : 0u); });
       }
 }
 
@@ -740,30 +740,48 @@ TEMPLATE_TEST_CASE("segment_softmax: a short workspace is refused, an empty batc
   }
 }
 
+namespace {
+
+// Softmax and log-softmax, forward and backward, of random T values under malformed offsets: they must run,
+// touching nothing out of bounds (values hold exactly nnz tokens).
+template <typename T, typename OffsetT>
+void run_malformed_softmax(const MalformedOffsets<OffsetT>& c, std::int64_t inner, std::mt19937_64& rng) {
+  const std::int64_t batch = static_cast<std::int64_t>(c.offsets.size()) - 1;
+  const std::int64_t size = c.nnz * inner;
+  DeviceBuffer<OffsetT> offsets(c.offsets);
+  DeviceBuffer<T> values(test::random_values<T>(size, rng));
+  DeviceBuffer<T> dy(test::random_values<T>(size, rng));
+  DeviceBuffer<T> out(size), grad_in(size);
+  const RaggedView<const T, OffsetT> view{values.data(), offsets.data(), batch, c.nnz, inner};
+  for (bool log : {false, true}) {
+    REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
+      return segment_softmax(ws, b, view, log, out.data(), nullptr);
+    }));
+    REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
+      return segment_softmax_backward(ws, b, view, log, values.data(), dy.data(), grad_in.data(), nullptr);
+    }));
+  }
+  REQUIRE_CUDA(cudaGetLastError());
+}
+
+}  // namespace
+
 TEMPLATE_TEST_CASE("segment_softmax stays in bounds with malformed offsets", "[segment][gpu][errors]", std::int32_t,
                    std::int64_t) {
+  // float at D = 1, 3, 64 and 264 (the wide short-row pass; the cases of at most 2000 tokens there), and bfloat16
+  // at D = 264 and 520, whose units of several register tiles ask L2 for their later tiles (normalize_unit).
   using OffsetT = TestType;
   auto rng = test::make_rng(505);
   for (const MalformedOffsets<OffsetT>& c : malformed_offsets_cases<OffsetT>()) {
     for (std::int64_t inner : {1, 3, 64, 264}) {
-      if (inner > 64 && c.nnz > 2000) continue;  // D = 264 (the wide short-row pass) on the small cases only
-      INFO(c.what << ", inner " << inner);
-      const std::int64_t batch = static_cast<std::int64_t>(c.offsets.size()) - 1;
-      const std::int64_t size = c.nnz * inner;
-      DeviceBuffer<OffsetT> offsets(c.offsets);
-      DeviceBuffer<float> values(test::random_values<float>(size, rng));
-      DeviceBuffer<float> dy(test::random_values<float>(size, rng));
-      DeviceBuffer<float> out(size), grad_in(size);
-      const RaggedView<const float, OffsetT> view{values.data(), offsets.data(), batch, c.nnz, inner};
-      for (bool log : {false, true}) {
-        REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
-          return segment_softmax(ws, b, view, log, out.data(), nullptr);
-        }));
-        REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
-          return segment_softmax_backward(ws, b, view, log, values.data(), dy.data(), grad_in.data(), nullptr);
-        }));
-      }
-      REQUIRE_CUDA(cudaGetLastError());
+      if (inner > 64 && c.nnz > 2000) continue;
+      INFO(c.what << ", float, inner " << inner);
+      run_malformed_softmax<float>(c, inner, rng);
+    }
+    for (std::int64_t inner : {264, 520}) {
+      if (c.nnz > 2000) continue;
+      INFO(c.what << ", bfloat16, inner " << inner);
+      run_malformed_softmax<bfloat16>(c, inner, rng);
     }
   }
 }
