@@ -1,4 +1,4 @@
-// The tests' cap on every grid-stride launch's grid (launch.cuh: grid_cap, used by grid_size).
+// The tests' cap on every grid that grid_size sizes (launch.cuh: grid_cap).
 #include "launch.cuh"
 
 namespace ragged {

@@ -45,9 +45,9 @@ inline Status sm_count(int& count) {
 
 // The most blocks grid_size gives any grid: 0 (the default) for no cap. For tests: a grid of 1 to 3 blocks makes
 // every grid-stride loop of the kernels sized by grid_size or resident_grid_size (segment ops, conversions, masks,
-// offsets, packing) take many rounds on a small input, where a full grid takes one. Safe at any value: no such
-// kernel waits for another block (the segment merge trees' last arrival merges). The persistent RNN kernels
-// (cooperative, a grid per hidden slice) are not sized here. Not thread-safe to change.
+// offsets, packing, the RNN's state and slot kernels) take many rounds on a small input, where a full grid takes one.
+// Safe at any value: no such kernel waits for another block (the segment merge trees' last arrival merges). The
+// persistent RNN kernels (cooperative, a grid per hidden slice) are not sized here. Not thread-safe to change.
 unsigned grid_cap();
 void set_grid_cap(unsigned blocks);
 

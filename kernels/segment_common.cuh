@@ -471,7 +471,7 @@ __device__ __forceinline__ void walk_tiny(I length, const TinyHead<Elem>& head, 
   }
 }
 
-// Arrival counters of the merge trees (merge_tile_partials): the row pass zeroes them, a warp per 1024.
+// Arrival counters of the merge trees (merge_tile_partials): the row pass zeroes them (zero_arrivals).
 template <typename OffsetT>
 RAGGED_HOST_DEVICE std::int64_t arrival_words(const SegmentLayout<OffsetT>& L) {
   return L.arrivals == nullptr ? 0 : L.partial_capacity * L.geometry.tiles;
@@ -485,8 +485,8 @@ __device__ __forceinline__ void prefetch_group_offsets(const SegmentLayout<Offse
     prefetch_l2(L.offsets + at);
 }
 
-// The merge trees' counters start at zero: every row pass zeroes them (build_plan sizes its grid to cover
-// them), which saves a memset launch.
+// The merge trees' counters start at zero: every row pass zeroes them, grid-stride (build_plan sizes its grid for
+// a warp per 1024 of them, less under a test's grid cap), which saves a memset launch.
 template <typename OffsetT>
 __device__ __forceinline__ void zero_arrivals(const SegmentLayout<OffsetT>& L) {
   const std::int64_t words = arrival_words(L);

@@ -40,11 +40,11 @@ void set_segment_prefetch_groups(int groups);
 
 // Whether the row passes of segment_reduce and segment_softmax (forward and backward) ask L2 for the values of the
 // rows they will load next while they finish the current ones (prefetch.global.L2): the warp rows at D = 1
-// (warp_row_pass), the sub-warp rows (subwarp_row_pass) and the wide short rows (wide_short_row_pass, which also
-// asks for the current row's later column tiles), and segment_softmax's units of several register tiles (16-bit
-// elements at D > 64) ask for their later tiles (normalize_unit); on unless the process started with
-// RAGGED_SEGMENT_ROW_PREFETCH=0. The same results either way (a prefetch loads nothing into registers); read when
-// src/segment_reduce.cpp lays out the workspace. Not thread-safe to change, as above.
+// (warp_row_pass), the sub-warp rows (subwarp_row_pass) and the wide short rows (wide_short_row_pass, which also asks
+// for the current row's later column tiles), and segment_softmax's units of several register tiles (16-bit elements
+// with 16-byte vectors: forward at D > 64, backward at D > 128) ask for their later tiles (normalize_unit); on unless
+// the process started with RAGGED_SEGMENT_ROW_PREFETCH=0. The same results either way (a prefetch loads nothing into
+// registers); read when src/segment_reduce.cpp lays out the workspace. Not thread-safe to change, as above.
 bool segment_row_prefetch_enabled();
 void set_segment_row_prefetch_enabled(bool enabled);
 
