@@ -67,6 +67,19 @@ void require_switch_keeps_bits(const DeviceRagged<T, OffsetT>& dev, const std::v
   }
 }
 
+// require_switch_keeps_bits on random values (and dy) of each length set at `inner`, spare rows after each.
+template <typename T, typename OffsetT, typename SetEnabled>
+void require_sets_keep_bits(const std::vector<LengthSet>& sets, std::int64_t inner, std::mt19937_64& rng,
+                            SetEnabled set_enabled) {
+  for (const LengthSet& set : sets) {
+    INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
+    const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng, kSpareRows);
+    const DeviceRagged<T, OffsetT> dev(host);
+    const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
+    require_switch_keeps_bits(dev, dy, set_enabled);
+  }
+}
+
 // test::poison fills every byte with 0xff.
 template <typename T>
 bool is_poison(const T& v) {
@@ -591,14 +604,9 @@ TEMPLATE_TEST_CASE("segment_softmax: the row passes' L2 prefetch gives the same 
   auto rng = test::make_rng(1153);
   const RestoreRowPrefetch restore;
   const RowPassesOn row_passes;
-  for (std::int64_t inner : {1, 64, 520})
-    for (const LengthSet& set : row_prefetch_sets(rng, inner)) {
-      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
-      const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng, kSpareRows);
-      const DeviceRagged<T, OffsetT> dev(host);
-      const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
-      require_switch_keeps_bits(dev, dy, detail::set_segment_row_prefetch_enabled);  // prefetch, then none
-    }
+  for (std::int64_t inner : {1, 64, 520})  // prefetch, then none
+    require_sets_keep_bits<T, OffsetT>(row_prefetch_sets(rng, inner), inner, rng,
+                                       detail::set_segment_row_prefetch_enabled);
 }
 
 TEMPLATE_TEST_CASE("segment_softmax: grids of one and three blocks give the full grid's bits",
@@ -611,16 +619,12 @@ TEMPLATE_TEST_CASE("segment_softmax: grids of one and three blocks give the full
   auto rng = test::make_rng(1203);
   const test::RestoreGridCap restore;
   const RowPassesOn row_passes;
-  for (unsigned cap : {1u, 3u})
+  for (unsigned cap : {1u, 3u}) {
+    INFO("grid of at most " << cap << " blocks");
     for (std::int64_t inner : {1, 3, 64, 264, 520})
-      for (const LengthSet& set : every_pass_sets(rng, inner)) {
-        INFO("grid of at most " << cap << " blocks; lengths: " << set.name << " (batch " << set.lengths.size()
-                                << "), inner " << inner);
-        const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng, kSpareRows);
-        const DeviceRagged<T, OffsetT> dev(host);
-        const std::vector<T> dy = test::random_values<T>(host.values.size(), rng);
-        require_switch_keeps_bits(dev, dy, [cap](bool on) { detail::set_grid_cap(on ? cap : 0u); });
-      }
+      require_sets_keep_bits<T, OffsetT>(every_pass_sets(rng, inner), inner, rng,
+                                         [cap](bool on) { detail::set_grid_cap(on ? cap : 0u); });
+  }
 }
 
 TEST_CASE("segment_softmax and its backward can be captured in a CUDA graph", "[segment][gpu][graph]") {
