@@ -8,6 +8,7 @@
 
 #include "../../kernels/convert_launch.h"
 #include "common/test_util.h"
+#include "gpu/restore_setting.h"
 #include "ragged/buffer.h"
 #include "ragged/convert.h"
 #include "ragged/reference.h"
@@ -66,6 +67,24 @@ void check_additive(const std::vector<LengthT>& lengths, const LengthT* d_length
   require_same_bytes(got, expected, sizeof(T));
 }
 
+// The bool mask and the three additive masks of `lengths` on the device against the reference, bit for bit.
+template <typename LengthT>
+void check_every_mask(const std::vector<LengthT>& lengths, const LengthT* d_lengths, std::int64_t max_len,
+                      Align align, std::int64_t shift) {
+  const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
+  const std::int64_t count = batch * max_len;
+  const std::vector<unsigned char> got = run_mask<bool>(count, shift, [&](void* ws, std::size_t& bytes, bool* mask) {
+    return lengths_to_mask(ws, bytes, d_lengths, batch, max_len, align, mask, nullptr, nullptr);
+  });
+  std::vector<unsigned char> expected(got.size(), kPoison);
+  reference::lengths_to_mask(lengths.data(), batch, max_len, align, reinterpret_cast<bool*>(expected.data()));
+  require_same_bytes(got, expected, 1);
+
+  check_additive<LengthT, float>(lengths, d_lengths, max_len, align, shift);
+  check_additive<LengthT, half>(lengths, d_lengths, max_len, align, shift);
+  check_additive<LengthT, bfloat16>(lengths, d_lengths, max_len, align, shift);
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("masks match the reference", "[mask][gpu]", std::int32_t, std::int64_t) {
@@ -80,21 +99,48 @@ TEMPLATE_TEST_CASE("masks match the reference", "[mask][gpu]", std::int32_t, std
         for (std::int64_t shift : {0, 1}) {
           INFO("batch " << batch << ", max_len " << max_len << ", align " << static_cast<int>(align) << ", shift "
                         << shift);
-          const std::int64_t count = batch * max_len;
-          const std::vector<unsigned char> got =
-              run_mask<bool>(count, shift, [&](void* ws, std::size_t& bytes, bool* mask) {
-                return lengths_to_mask(ws, bytes, d_lengths.data(), batch, max_len, align, mask, nullptr, nullptr);
-              });
-          std::vector<unsigned char> expected(got.size(), kPoison);
-          reference::lengths_to_mask(lengths.data(), batch, max_len, align, reinterpret_cast<bool*>(expected.data()));
-          require_same_bytes(got, expected, 1);
-
-          check_additive<LengthT, float>(lengths, d_lengths.data(), max_len, align, shift);
-          check_additive<LengthT, half>(lengths, d_lengths.data(), max_len, align, shift);
-          check_additive<LengthT, bfloat16>(lengths, d_lengths.data(), max_len, align, shift);
+          check_every_mask(lengths, d_lengths.data(), max_len, align, shift);
         }
       }
     }
+  }
+}
+
+TEMPLATE_TEST_CASE("masks with grids of one and three blocks match the reference", "[mask][gpu]", std::int32_t,
+                   std::int64_t) {
+  // The mask kernel walks its vectors grid-stride, a full grid in one round on these sizes; capped at 1 or 3
+  // blocks (set_grid_cap) each thread takes many, across rows. Narrow rows (1-byte bool vectors) and wide ones
+  // (16-byte vectors), and the first negative length among many rows found whichever round reaches it.
+  using LengthT = TestType;
+  auto rng = test::make_rng(306);
+  const test::RestoreGridCap restore;
+  for (unsigned cap : {1u, 3u}) {
+    detail::set_grid_cap(cap);
+    for (std::int64_t max_len : {7, 1000}) {
+      const std::int64_t batch = 300;
+      const std::vector<LengthT> lengths = random_lengths<LengthT>(batch, max_len, rng);
+      DeviceBuffer<LengthT> d_lengths(lengths);
+      for (Align align : {Align::kLeft, Align::kRight}) {
+        INFO("grid of at most " << cap << " blocks, max_len " << max_len << ", align " << static_cast<int>(align));
+        check_every_mask(lengths, d_lengths.data(), max_len, align, 0);
+      }
+    }
+    INFO("grid of at most " << cap << " blocks");
+    std::vector<LengthT> lengths(5000, LengthT{4});
+    lengths[4999] = LengthT{-2};
+    lengths[4321] = LengthT{-1};
+    DeviceBuffer<LengthT> d_lengths(lengths);
+    DeviceBuffer<CheckResult> d_check(1);
+    DeviceBuffer<bool> mask(lengths.size() * 6);
+    d_check.fill_bytes(0x00);  // a stale "failure at index 0": the op must reset it
+    Workspace workspace;
+    run_with_workspace(workspace, [&](void* ws, std::size_t& bytes) {
+      return lengths_to_mask(ws, bytes, d_lengths.data(), 5000, 6, Align::kLeft, mask.data(), d_check.data(),
+                             nullptr);
+    });
+    const CheckResult check = d_check.to_host()[0];
+    REQUIRE(check.status() == Status::kNegativeLength);
+    REQUIRE(check.index() == 4321);
   }
 }
 

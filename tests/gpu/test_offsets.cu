@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "gpu/restore_setting.h"
 #include "ragged/buffer.h"
 #include "ragged/offsets.h"
 
@@ -31,6 +32,36 @@ void run_lengths_to_offsets(const std::vector<LengthT>& lengths, std::vector<Off
   REQUIRE_CUDA(cudaDeviceSynchronize());
   offsets = d_offsets.to_host();
   check = d_check.to_host()[0];
+}
+
+// validate_offsets on the device (no workspace needed) from a poisoned CheckResult: the result it leaves.
+template <typename OffsetT>
+CheckResult run_validate_offsets(const std::vector<OffsetT>& offsets, std::int64_t capacity,
+                                 std::int64_t expected_nnz) {
+  DeviceBuffer<OffsetT> d_offsets(offsets);
+  DeviceBuffer<CheckResult> d_check(1);
+  test::poison(d_check);
+  DeviceBuffer<unsigned char> one_byte(1);
+  std::size_t bytes = 0;
+  const std::int64_t batch = static_cast<std::int64_t>(offsets.size()) - 1;
+  REQUIRE_OK(validate_offsets(one_byte.data(), bytes, d_offsets.data(), batch, capacity, expected_nnz,
+                              d_check.data(), nullptr));
+  REQUIRE_CUDA(cudaDeviceSynchronize());
+  return d_check.to_host()[0];
+}
+
+// offsets_to_lengths on the device (no workspace needed) into a poisoned buffer: the lengths it writes.
+template <typename OffsetT, typename LengthT>
+std::vector<LengthT> run_offsets_to_lengths(const std::vector<OffsetT>& offsets) {
+  const std::int64_t batch = static_cast<std::int64_t>(offsets.size()) - 1;
+  DeviceBuffer<OffsetT> d_offsets(offsets);
+  DeviceBuffer<LengthT> d_lengths(static_cast<std::size_t>(batch));
+  test::poison(d_lengths);
+  DeviceBuffer<unsigned char> one_byte(1);
+  std::size_t bytes = 0;
+  REQUIRE_OK(offsets_to_lengths(one_byte.data(), bytes, d_offsets.data(), batch, d_lengths.data(), nullptr));
+  REQUIRE_CUDA(cudaDeviceSynchronize());
+  return d_lengths.to_host();
 }
 
 }  // namespace
@@ -186,18 +217,7 @@ TEMPLATE_TEST_CASE("offsets_to_lengths and max_length", "[offsets][gpu]", std::i
 TEMPLATE_TEST_CASE("validate_offsets on the device finds the first bad entry", "[offsets][gpu][errors]", std::int32_t,
                    std::int64_t) {
   using OffsetT = TestType;
-  auto validate = [](const std::vector<OffsetT>& offsets, std::int64_t capacity, std::int64_t expected_nnz) {
-    DeviceBuffer<OffsetT> d_offsets(offsets);
-    DeviceBuffer<CheckResult> d_check(1);
-    test::poison(d_check);
-    DeviceBuffer<unsigned char> one_byte(1);
-    std::size_t bytes = 0;
-    const std::int64_t batch = static_cast<std::int64_t>(offsets.size()) - 1;
-    REQUIRE_OK(validate_offsets(one_byte.data(), bytes, d_offsets.data(), batch, capacity, expected_nnz,
-                                d_check.data(), nullptr));
-    REQUIRE_CUDA(cudaDeviceSynchronize());
-    return d_check.to_host()[0];
-  };
+  const auto validate = run_validate_offsets<OffsetT>;
   std::vector<OffsetT> good(10001);
   for (std::size_t i = 0; i < good.size(); ++i) good[i] = static_cast<OffsetT>(i * 2);
   REQUIRE(validate(good, 20000, 20000).ok());
@@ -217,6 +237,46 @@ TEMPLATE_TEST_CASE("validate_offsets on the device finds the first bad entry", "
   REQUIRE(validate(bad, 20000, -1).index() == 0);
   REQUIRE(validate(good, 19999, -1).index() == 10000);  // beyond capacity
   REQUIRE(validate(good, 30000, 19000).index() == 10000);  // nnz mismatch
+}
+
+TEMPLATE_TEST_CASE("offsets ops with grids of one and three blocks match the host versions", "[offsets][gpu]",
+                   std::int32_t, std::int64_t) {
+  // lengths_to_offsets' finish pass, offsets_to_lengths and validate_offsets walk the batch grid-stride, a full
+  // grid in one round here; capped at 1 or 3 blocks (set_grid_cap) each thread takes many sequences, and the
+  // first failure must still be the lowest index whichever round found it.
+  using OffsetT = TestType;
+  auto rng = test::make_rng(13);
+  const test::RestoreGridCap restore;
+  std::uniform_int_distribution<std::int64_t> length(0, 50);
+  std::vector<std::int64_t> lengths(5000);
+  for (auto& l : lengths) l = length(rng);
+  const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
+  std::vector<OffsetT> expected(lengths.size() + 1);
+  REQUIRE_OK(lengths_to_offsets_host(lengths.data(), batch, expected.data()));
+  const std::int64_t nnz = static_cast<std::int64_t>(expected.back());
+  for (unsigned cap : {1u, 3u}) {
+    INFO("grid of at most " << cap << " blocks");
+    detail::set_grid_cap(cap);
+    std::vector<OffsetT> got;
+    CheckResult check;
+    run_lengths_to_offsets(lengths, got, check);
+    REQUIRE(check.ok());
+    REQUIRE_BITWISE_EQUAL(got, expected);
+    std::vector<std::int64_t> negative = lengths;
+    negative[4700] = -3;
+    negative[3210] = -1;
+    run_lengths_to_offsets(negative, got, check);
+    REQUIRE(check.status() == Status::kNegativeLength);
+    REQUIRE(check.index() == 3210);
+
+    REQUIRE((run_offsets_to_lengths<OffsetT, std::int64_t>(expected)) == lengths);
+    REQUIRE(run_validate_offsets(expected, nnz, nnz).ok());
+    std::vector<OffsetT> bad = expected;
+    bad[4321] = bad[4320] - 1;
+    bad[4900] = 0;
+    REQUIRE(run_validate_offsets(bad, nnz, -1).index() == 4321);
+    REQUIRE(run_validate_offsets(expected, nnz, nnz + 1).index() == batch);
+  }
 }
 
 // The other argument errors are checked without a GPU in tests/cpu/test_argument_checks.cpp; this one needs the

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "gpu/restore_setting.h"
 #include "ragged/packing.h"
 #include "ragged/reference.h"
 
@@ -290,6 +291,40 @@ TEMPLATE_TEST_CASE("pack / unpack with buffers aligned only to their element (na
     const std::vector<T> round_trip =
         check_pack_unpack<T, OffsetT>(src, host_offsets, offsets, inner, layout, host_layout, 1);
     REQUIRE_BITWISE_EQUAL(round_trip, src);
+  }
+}
+
+TEMPLATE_TEST_CASE("packing_order, pack and unpack with grids of one and three blocks match the reference",
+                   "[packing][order][pack]", std::int32_t, std::int64_t) {
+  // The sort keys, the inverse permutation, the batch sizes and the row moves walk their items grid-stride, a
+  // full grid in one round on these inputs; capped at 1 or 3 blocks (set_grid_cap) each thread takes many.
+  // Every length set (up to ~1300 sequences; one of ~2600 steps), max_steps below the longest (the first
+  // sequence too long recorded whichever round finds it), and narrow and wide rows.
+  using OffsetT = TestType;
+  auto rng = test::make_rng(208);
+  const test::RestoreGridCap restore;
+  for (unsigned cap : {1u, 3u}) {
+    detail::set_grid_cap(cap);
+    for (const auto& lengths : all_length_sets(rng)) {
+      const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
+      const std::vector<OffsetT> host_offsets = offsets_of<OffsetT>(lengths);
+      const DeviceBuffer<OffsetT> offsets(host_offsets);
+      const std::int64_t nnz = static_cast<std::int64_t>(host_offsets.back());
+      for (std::int64_t max_steps : {longest(lengths), longest(lengths) / 2}) {
+        INFO("grid of at most " << cap << " blocks, batch " << batch << ", max_steps " << max_steps);
+        DeviceLayout<OffsetT> layout(batch, max_steps);
+        const CheckResult check = run_packing_order(offsets, batch, layout);
+        const std::int64_t too_long = first_too_long(lengths, max_steps);
+        REQUIRE(check.ok() == (too_long < 0));
+        if (too_long >= 0) REQUIRE(check.index() == too_long);
+        const auto host_layout = reference::packing_order(host_offsets.data(), batch, max_steps);
+        require_layout_equal(layout, host_layout);
+        check_pack_unpack<float, OffsetT>(test::random_values<float>(static_cast<std::size_t>(nnz * 3), rng),
+                                          host_offsets, offsets, 3, layout, host_layout);
+        check_pack_unpack<bfloat16, OffsetT>(test::random_values<bfloat16>(static_cast<std::size_t>(nnz * 64), rng),
+                                             host_offsets, offsets, 64, layout, host_layout);
+      }
+    }
   }
 }
 

@@ -772,6 +772,38 @@ TEST_CASE("rnn_forward on the per-step path: dependent launches give the ordinar
   REQUIRE_BITWISE_EQUAL(dependent.cn, ordinary.cn);
 }
 
+TEST_CASE("rnn_forward with grids of one and three blocks gives the full grid's bits", "[rnn]") {
+  // The layer's bookkeeping kernels (the packing order, the slot table, h0 / c0 into slots, hn / cn out of
+  // them) walk their items grid-stride, a full grid in one round here; capped at 1 or 3 blocks (set_grid_cap)
+  // each thread takes many: 300 sequences and 280 steps pass one block's 256 threads, and the states (2
+  // directions x 300 slots x 40) three blocks'. The recurrent paths' own grids are not capped. LSTM with
+  // proj_size (h narrower than c) and GRU, on the per-step and the persistent path.
+  CublasHandle cublas;
+  auto rng = test::make_rng(642);
+  const auto shape = GENERATE(table<RnnMode, std::int64_t>({{RnnMode::kLstm, 24}, {RnnMode::kGru, 0}}));
+  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  const RnnDesc desc = make_desc(std::get<0>(shape), 12, 40, std::get<1>(shape), 1, true);
+  INFO(describe(desc) << ", algo " << rnn_algo_name(algo));
+  Model<float> model(desc, rng);
+  std::vector<std::int64_t> lengths = uniform_lengths(300, 6, rng);
+  lengths[137] = 280;
+  const auto batch = make_inputs<float, std::int32_t>(desc, lengths, rng);
+  Options o;
+  o.algo = algo;
+  const Outputs<float> full = run_device(model, batch, o, cublas.handle);
+  REQUIRE(full.check.ok());
+  const test::RestoreGridCap restore;
+  for (unsigned cap : {1u, 3u}) {
+    INFO("grid of at most " << cap << " blocks");
+    detail::set_grid_cap(cap);
+    const Outputs<float> capped = run_device(model, batch, o, cublas.handle);
+    REQUIRE(capped.check.ok());
+    REQUIRE_BITWISE_EQUAL(capped.output, full.output);
+    REQUIRE_BITWISE_EQUAL(capped.hn, full.hn);
+    REQUIRE_BITWISE_EQUAL(capped.cn, full.cn);
+  }
+}
+
 TEMPLATE_TEST_CASE("rnn_forward with the batch-invariant projection: a sequence's results are bit for bit those "
                    "it gets alone",
                    "[rnn]", float, half, bfloat16) {
