@@ -31,7 +31,8 @@ std::vector<std::int64_t> attention_lengths(std::int64_t max_len, std::int64_t b
   const double exponent = p / (1.0 - p);
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(batch));
   for (std::int64_t b = 0; b < batch; ++b) {
-    const double f = b == 0 ? 1.0 : std::pow((static_cast<double>(batch - b) - 0.5) / static_cast<double>(batch), exponent);
+    const double f =
+        b == 0 ? 1.0 : std::pow((static_cast<double>(batch - b) - 0.5) / static_cast<double>(batch), exponent);
     lengths[b] = std::max<std::int64_t>(1, std::llround(static_cast<double>(max_len) * f));
   }
   return lengths;

@@ -42,7 +42,8 @@ using ragged::bench::write_bytes;
 
 template <typename T>
 void run(const std::string& dir, const KeyValueFile& meta, bool on_host) {
-  const int heads_q = std::stoi(meta.required("heads_q")), heads_kv = std::stoi(meta.required("heads_kv")), dim = std::stoi(meta.required("head_dim"));
+  const int heads_q = std::stoi(meta.required("heads_q")), heads_kv = std::stoi(meta.required("heads_kv")),
+            dim = std::stoi(meta.required("head_dim"));
   const std::int64_t batch = std::stoll(meta.required("batch")), total_q = std::stoll(meta.required("total_q")),
                      total_k = std::stoll(meta.required("total_k"));
   const std::size_t q_elems = static_cast<std::size_t>(total_q * heads_q * dim);

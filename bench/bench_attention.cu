@@ -11,9 +11,9 @@
 //           place, then O = P V with a second batched GEMM
 //   ragged/<case>/tile:64|128  the ragged run with the query tile forced (the plain one uses the automatic choice)
 // Counters: TFLOP/s on real work only (4 * sum(L^2) * head_dim * heads, halved for causal), whatever the
-// implementation computes, and peak_frac (that over a bf16 cuBLAS GEMM's rate measured in the run); peak_bytes = device bytes the variant holds (inputs + outputs + scores + workspace);
-// padding_frac, tokens, batch, query_tile (rows per block of the fused kernel). bytes_per_second counts Q, K, V
-// read and O written once (real tokens).
+// implementation computes, and peak_frac (that over a bf16 cuBLAS GEMM's rate measured in the run); peak_bytes = device
+// bytes the variant holds (inputs + outputs + scores + workspace); padding_frac, tokens, batch, query_tile (rows per
+// block of the fused kernel). bytes_per_second counts Q, K, V read and O written once (real tokens).
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

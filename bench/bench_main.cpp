@@ -51,7 +51,8 @@ void describe_device() {
   std::printf("GPU: %s, sm_%d%d, %d SMs, L2 %d MiB", props.name, props.major, props.minor, props.multiProcessorCount,
               props.l2CacheSize >> 20);
   benchmark::AddCustomContext("gpu", props.name);
-  benchmark::AddCustomContext("gpu_compute_capability", std::to_string(props.major) + "." + std::to_string(props.minor));
+  benchmark::AddCustomContext("gpu_compute_capability",
+                              std::to_string(props.major) + "." + std::to_string(props.minor));
   benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(props.l2CacheSize));
   const ragged::bench::L2Flush flush = ragged::bench::GpuTimer::instance().flush_mode();
   std::printf(", L2 flushed %s before each iteration", ragged::bench::l2_flush_name(flush));

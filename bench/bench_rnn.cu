@@ -16,8 +16,8 @@
 //   floor/<case>/kind:barrier|exchange  the persistent kernel's step floors over its grid for the case, max_len
 //           steps (bench/rnn_step_floor.h): what its us_per_step is measured against
 //   ragged/<case>/algo:per_step/launch:ordinary  the per-step path (forced at H >= 1024, where kAuto runs a
-//           persistent kernel) with ordinary launches, where the plain runs launch each step as a programmatic dependent of the one
-//           before (kernels/grid_dependency.cuh): what that overlap buys
+//           persistent kernel) with ordinary launches, where the plain runs launch each step as a programmatic
+//           dependent of the one before (kernels/grid_dependency.cuh): what that overlap buys
 //   ragged/<case>/stages:2  where the weights are resident (H = 1024), the persistent kernel staging h through two
 //           buffers, where the plain runs take as many as a pass has k chunks, up to four (plan_resident_layout,
 //           kernels/rnn_geometry.h; the counter stages says how many): what the deeper staging buys
@@ -135,7 +135,8 @@ void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo 
     const std::int64_t H = c.hidden, G = rnn_gate_count(c.mode);
     // PyTorch's initialisation range.
     const float scale = 1.0f / std::sqrt(static_cast<float>(H));
-    DeviceBuffer<T> w_ih(static_cast<std::size_t>(G * H * H), stream), w_hh(static_cast<std::size_t>(G * H * H), stream);
+    DeviceBuffer<T> w_ih(static_cast<std::size_t>(G * H * H), stream),
+        w_hh(static_cast<std::size_t>(G * H * H), stream);
     DeviceBuffer<T> b_ih(static_cast<std::size_t>(G * H), stream), b_hh(static_cast<std::size_t>(G * H), stream);
     fill_uniform(w_ih, scale, 1u, stream);
     fill_uniform(w_hh, scale, 2u, stream);
@@ -149,7 +150,8 @@ void bench_rnn(benchmark::State& state, const RnnCase& c, RnnImpl impl, RnnAlgo 
       offsets[b + 1] = offsets[b] + static_cast<std::int32_t>(impl == RnnImpl::kRagged ? c.lengths[b] : c.max_len);
     const std::int64_t rows = offsets.back();
     DeviceBuffer<std::int32_t> d_offsets(offsets, stream);
-    DeviceBuffer<T> input(static_cast<std::size_t>(rows * H), stream), output(static_cast<std::size_t>(rows * H), stream);
+    DeviceBuffer<T> input(static_cast<std::size_t>(rows * H), stream),
+        output(static_cast<std::size_t>(rows * H), stream);
     const bool lstm = c.mode == RnnMode::kLstm;
     DeviceBuffer<T> hn(static_cast<std::size_t>(c.batch * H), stream);
     DeviceBuffer<T> cn(static_cast<std::size_t>(lstm ? c.batch * H : 0), stream);

@@ -158,7 +158,8 @@ __global__ void __launch_bounds__(kFloorThreads)
       else detail::cp_async_wait<1>();
       __syncthreads();
       const uint4* chunk = chunk_buffers + (c % stages) * buffer_vecs;
-      for (int i = reader; i < copies; i += blockDim.x) sum += halves_sum(chunk[(i / kChunkVecs) * kLd + i % kChunkVecs]);
+      for (int i = reader; i < copies; i += blockDim.x)
+        sum += halves_sum(chunk[(i / kChunkVecs) * kLd + i % kChunkVecs]);
       __syncthreads();
     }
     for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
@@ -350,9 +351,10 @@ void bench_weights_floor(benchmark::State& state, const RnnStepFloorCase& c, int
       const std::vector<std::uint32_t> all = sums.to_host();
       const std::size_t at = static_cast<std::size_t>((c.steps - 1) & 1) * blocks;
       const std::vector<std::uint32_t> last(all.begin() + at, all.begin() + at + blocks);
-      check_against_reference(state, to_doubles(last),
-                              to_doubles(weights_floor_model(host_w, blocks, hidden, state_words, gates, units, c.steps)),
-                              0.0, "block sums");
+      check_against_reference(
+          state, to_doubles(last),
+          to_doubles(weights_floor_model(host_w, blocks, hidden, state_words, gates, units, c.steps)), 0.0,
+          "block sums");
     }
   });
 }
@@ -369,7 +371,8 @@ void register_rnn_weights_floor(const std::string& name, const RnnStepFloorCase&
   const std::pair<const char*, int> orders[] = {
       {"", kWeightsRowMajor}, {"_rotated", kWeightsRotated}, {"_packed", kWeightsPacked}};
   for (const auto& [suffix, order] : orders)
-    register_gpu_benchmark(name + suffix, [c, order = order](benchmark::State& st) { bench_weights_floor(st, c, order); });
+    register_gpu_benchmark(name + suffix,
+                           [c, order = order](benchmark::State& st) { bench_weights_floor(st, c, order); });
 }
 
 }  // namespace bench

@@ -155,7 +155,8 @@ std::string run(const std::string& dir, const KeyValueFile& config) {
   if (file_exists(dir + "/h0.bin")) host_h0 = read_array<T>(dir + "/h0.bin", slots * batch * S);
   if (lstm && file_exists(dir + "/c0.bin")) host_c0 = read_array<T>(dir + "/c0.bin", slots * batch * H);
   std::vector<T> host_output(static_cast<std::size_t>(nnz * dirs * S));
-  std::vector<T> host_hn(static_cast<std::size_t>(slots * batch * S)), host_cn(static_cast<std::size_t>(slots * batch * H));
+  std::vector<T> host_hn(static_cast<std::size_t>(slots * batch * S)),
+      host_cn(static_cast<std::size_t>(slots * batch * H));
 
   if (reference) {
     reference::rnn_forward<T, std::int32_t>(

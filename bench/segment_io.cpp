@@ -47,7 +47,8 @@ T from_float(float v) {
 
 template <typename T, typename OffsetT>
 void run_reference(const std::string& dir, const KeyValueFile& meta) {
-  const std::int64_t batch = std::stoll(meta.required("batch")), nnz = std::stoll(meta.required("nnz")), inner = std::stoll(meta.required("inner"));
+  const std::int64_t batch = std::stoll(meta.required("batch")), nnz = std::stoll(meta.required("nnz")),
+                     inner = std::stoll(meta.required("inner"));
   if (batch < 0 || nnz < 0 || inner < 1) throw std::runtime_error("meta.txt: need batch >= 0, nnz >= 0, inner >= 1");
   // std::stof reads "inf", "-inf" and "nan" as well.
   const float empty_value = std::stof(meta.required("empty_value"));

@@ -35,7 +35,8 @@ struct MaskParams {
 };
 
 template <typename Vec, typename LengthT, typename Divider>
-__global__ void __launch_bounds__(kThreads) lengths_to_mask_kernel(const __grid_constant__ MaskParams<Vec, LengthT, Divider> p) {
+__global__ void __launch_bounds__(kThreads)
+    lengths_to_mask_kernel(const __grid_constant__ MaskParams<Vec, LengthT, Divider> p) {
   constexpr int kBytes = static_cast<int>(sizeof(Vec));
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.total; i += stride) {

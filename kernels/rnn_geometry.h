@@ -70,7 +70,9 @@ RAGGED_HOST_DEVICE bool rnn_gemm_fits_warps(const RnnGemmGeometry& g) {
 
 // The warp assignment of a pass (host and device, so that a CPU test can check what the kernel does).
 // Split of `warp`: with several splits, warp / n_tiles (a split >= splits means the warp idles).
-RAGGED_HOST_DEVICE int rnn_warp_split(const RnnGemmGeometry& g, int warp) { return g.splits > 1 ? warp / g.n_tiles : 0; }
+RAGGED_HOST_DEVICE int rnn_warp_split(const RnnGemmGeometry& g, int warp) {
+  return g.splits > 1 ? warp / g.n_tiles : 0;
+}
 
 // The i-th n-tile of `warp` (i < kRnnMaxNTilesPerWarp), or -1: with one split, n-tiles warp, warp + 8, ...;
 // with several, only n-tile warp % n_tiles.
@@ -114,6 +116,11 @@ struct RnnSharedLayout {
 
 RAGGED_HOST_DEVICE std::size_t rnn_align128(std::size_t x) { return (x + 127) / 128 * 128; }
 
+// Bytes of a staged matrix of `rows` rows of `cols` elements at the skewed pitch (rnn_shared_ld).
+RAGGED_HOST_DEVICE std::size_t rnn_shared_matrix_bytes(int rows, int cols, int elem_bytes) {
+  return static_cast<std::size_t>(rows) * rnn_shared_ld(cols, elem_bytes) * elem_bytes;
+}
+
 // `gate` is always used; `proj` only when has_proj. `resident`: whole weight slices stay in shared memory.
 // `stages`: buffers per staged operand (>= 2). `kept_chunks`: streamed gate chunks kept for the whole layer
 // (RnnSharedLayout; ignored where resident).
@@ -125,7 +132,7 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
   std::size_t at = 0;
   s.gate_weights = at;
   if (resident) {
-    at = rnn_align128(at + static_cast<std::size_t>(gate.rows_pad) * rnn_shared_ld(gate.k_pad, elem_bytes) * elem_bytes);
+    at = rnn_align128(at + rnn_shared_matrix_bytes(gate.rows_pad, gate.k_pad, elem_bytes));
   } else {
     // A buffer holds a chunk of the gate rows, or of the projection rows where one kernel streams both (the
     // persistent kernel with streamed weights: its projection phase streams W_hr through the same buffers).
@@ -134,7 +141,7 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
       rows = proj.rows_pad > rows ? proj.rows_pad : rows;
       k_chunk = proj.k_chunk > k_chunk ? proj.k_chunk : k_chunk;
     }
-    s.weight_buffer = rnn_align128(static_cast<std::size_t>(rows) * rnn_shared_ld(k_chunk, elem_bytes) * elem_bytes);
+    s.weight_buffer = rnn_align128(rnn_shared_matrix_bytes(rows, k_chunk, elem_bytes));
     at += static_cast<std::size_t>(stages) * s.weight_buffer;
     s.kept_chunks = kept_chunks > 0 ? kept_chunks : 0;
     s.kept_weights = at;
@@ -142,7 +149,7 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
   }
   s.proj_weights = at;
   if (has_proj && resident)
-    at = rnn_align128(at + static_cast<std::size_t>(proj.rows_pad) * rnn_shared_ld(proj.k_pad, elem_bytes) * elem_bytes);
+    at = rnn_align128(at + rnn_shared_matrix_bytes(proj.rows_pad, proj.k_pad, elem_bytes));
   // Each phase stages its own chunks and fills its own partials: the larger of the two sizes each piece.
   int k_chunk = gate.k_chunk;
   std::size_t partial_rows = static_cast<std::size_t>(gate.splits) * (gate.rows_pad + 4);
@@ -152,7 +159,7 @@ RAGGED_HOST_DEVICE RnnSharedLayout make_rnn_shared_layout(const RnnGemmGeometry&
     partial_rows = proj_rows > partial_rows ? proj_rows : partial_rows;
   }
   s.activations = at;
-  s.activation_buffer = rnn_align128(static_cast<std::size_t>(kRnnMChunk) * rnn_shared_ld(k_chunk, elem_bytes) * elem_bytes);
+  s.activation_buffer = rnn_align128(rnn_shared_matrix_bytes(kRnnMChunk, k_chunk, elem_bytes));
   at += static_cast<std::size_t>(stages) * s.activation_buffer;
   s.partials = at;
   at = rnn_align128(at + partial_rows * kRnnMChunk * sizeof(float));

@@ -217,7 +217,9 @@ RAGGED_HOST_DEVICE std::int64_t second_pass_slots(std::int64_t units) {
 
 // Elements of one token of a block row that its block holds: the whole row's D at narrow D, one column tile (32
 // vectors, the last tile's unused columns included) at wide D.
-RAGGED_HOST_DEVICE std::int64_t block_row_pitch(const SegmentGeometry& g) { return g.narrow ? g.inner : kWarpSize * g.vec; }
+RAGGED_HOST_DEVICE std::int64_t block_row_pitch(const SegmentGeometry& g) {
+  return g.narrow ? g.inner : kWarpSize * g.vec;
+}
 
 // The longest block row that `staging_bytes` of shared memory hold: its inputs (x; y and dy backward) per token.
 inline std::int64_t softmax_block_tokens(const SegmentGeometry& g, std::size_t elem_size, bool backward,

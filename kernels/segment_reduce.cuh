@@ -785,7 +785,8 @@ Status launch_segment_reduce(const SegmentReduceArgs<T, OffsetT>& args, cudaStre
     case ReduceOp::kMax: return launch_reduce_vec<T, OffsetT, ExtremeAcc<false>>(args, stream);
     case ReduceOp::kMin: return launch_reduce_vec<T, OffsetT, ExtremeAcc<true>>(args, stream);
   }
-  return fail(Status::kInvalidArgument, "segment_reduce: unknown ReduceOp " + std::to_string(static_cast<int>(args.op)));
+  return fail(Status::kInvalidArgument,
+              "segment_reduce: unknown ReduceOp " + std::to_string(static_cast<int>(args.op)));
 }
 
 template <typename T, typename OffsetT>

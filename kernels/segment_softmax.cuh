@@ -39,7 +39,9 @@ constexpr int kThreads = kSegmentThreads;
 __device__ __forceinline__ float nan_max(float a, float b) { return (isnan(a) || isnan(b)) ? NAN : fmaxf(a, b); }
 
 // exp(m - reference), with an empty (all -inf) part contributing nothing.
-__device__ __forceinline__ float rescale(float m, float reference) { return m == -INFINITY ? 0.0f : expf(m - reference); }
+__device__ __forceinline__ float rescale(float m, float reference) {
+  return m == -INFINITY ? 0.0f : expf(m - reference);
+}
 
 // Forward statistic: running max m and sum of exp(x - m).
 struct ForwardStat {
@@ -913,7 +915,8 @@ Status launch_softmax_vec(const SegmentSoftmaxArgs<T, OffsetT>& a, cudaStream_t 
     return a.log ? launch_softmax<Op, T, OffsetT, kVec, true>(a, stream)
                  : launch_softmax<Op, T, OffsetT, kVec, false>(a, stream);
   if (a.layout.geometry.vec == 1)
-    return a.log ? launch_softmax<Op, T, OffsetT, 1, true>(a, stream) : launch_softmax<Op, T, OffsetT, 1, false>(a, stream);
+    return a.log ? launch_softmax<Op, T, OffsetT, 1, true>(a, stream)
+                 : launch_softmax<Op, T, OffsetT, 1, false>(a, stream);
   return fail(Status::kUnsupportedShape,
               "segment_softmax: no kernel for vector width " + std::to_string(a.layout.geometry.vec));
 }

@@ -111,8 +111,10 @@ Status check_args(const AttentionArgs<T, OffsetT>& a) {
                                               "bfloat16; 32 for float)");
   RAGGED_RETURN_IF_ERROR(check_layout(a.q_seq, a.batch, "q_seq"));
   RAGGED_RETURN_IF_ERROR(check_layout(a.k_seq, a.batch, "k_seq"));
-  if (a.q_seq.offsets != nullptr) RAGGED_RETURN_IF_ERROR(detail::check_pointer(a.q_seq.offsets, a.batch + 1, "q_seq.offsets"));
-  if (a.k_seq.offsets != nullptr) RAGGED_RETURN_IF_ERROR(detail::check_pointer(a.k_seq.offsets, a.batch + 1, "k_seq.offsets"));
+  if (a.q_seq.offsets != nullptr)
+    RAGGED_RETURN_IF_ERROR(detail::check_pointer(a.q_seq.offsets, a.batch + 1, "q_seq.offsets"));
+  if (a.k_seq.offsets != nullptr)
+    RAGGED_RETURN_IF_ERROR(detail::check_pointer(a.k_seq.offsets, a.batch + 1, "k_seq.offsets"));
   const std::int64_t rq = a.q_seq.rows, rk = a.k_seq.rows, d = a.head_dim;
   RAGGED_RETURN_IF_ERROR(detail::check_product(rq, a.heads_q, d, sizeof(T), "q"));
   RAGGED_RETURN_IF_ERROR(detail::check_product(rk, a.heads_kv, d, sizeof(T), "k"));

@@ -86,7 +86,8 @@ Status lengths_to_offsets_host(const LengthT* lengths, std::int64_t batch, Offse
   for (std::int64_t b = 0; b < batch; ++b) {
     const std::int64_t len = static_cast<std::int64_t>(lengths[b]);
     if (len < 0)
-      return fail(Status::kNegativeLength, "lengths[" + std::to_string(b) + "] = " + std::to_string(len) + " is negative");
+      return fail(Status::kNegativeLength,
+                  "lengths[" + std::to_string(b) + "] = " + std::to_string(len) + " is negative");
     if (len > kMax - total)
       return fail(Status::kSizeOverflow, "offsets[" + std::to_string(b + 1) + "] = " + std::to_string(total) + " + " +
                                              std::to_string(len) + " does not fit " +

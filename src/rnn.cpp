@@ -59,10 +59,10 @@ std::int64_t rnn_layer_input_size(const RnnDesc& desc, std::int64_t layer) {
 }
 
 namespace {
-
 constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+}  // namespace
 
-Status check_desc(const RnnDesc& desc) {
+Status rnn_check_desc(const RnnDesc& desc) {
   if (desc.mode != RnnMode::kLstm && desc.mode != RnnMode::kGru)
     return fail(Status::kInvalidArgument, "desc.mode = " + std::to_string(static_cast<int>(desc.mode)) + " is unknown");
   if (desc.input_size < 1)
@@ -93,10 +93,12 @@ Status check_desc(const RnnDesc& desc) {
   return Status::kSuccess;
 }
 
+namespace {
+
 template <typename T, typename OffsetT>
 Status check_args(const RnnArgs<T, OffsetT>& args) {
   const RnnDesc& desc = args.desc;
-  RAGGED_RETURN_IF_ERROR(check_desc(desc));
+  RAGGED_RETURN_IF_ERROR(rnn_check_desc(desc));
   const std::int64_t dirs = rnn_directions(desc);
   const std::int64_t layers_dirs = desc.num_layers * dirs;
   const std::int64_t gate_rows = rnn_gate_count(desc.mode) * desc.hidden_size;
@@ -241,7 +243,8 @@ class CublasSession {
     RAGGED_RETURN_IF_ERROR(from_cublas(cublasSetStream(handle_, stream), "cublasSetStream"));
     RAGGED_RETURN_IF_ERROR(
         from_cublas(cublasSetWorkspace(handle_, bytes > 0 ? workspace : nullptr, bytes), "cublasSetWorkspace"));
-    RAGGED_RETURN_IF_ERROR(from_cublas(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode"));
+    RAGGED_RETURN_IF_ERROR(
+        from_cublas(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode"));
     // No TF32: the float products must match PyTorch with TF32 disabled.
     return from_cublas(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   }
@@ -298,7 +301,7 @@ Status input_projection(cublasHandle_t handle, const T* w, const T* x, std::int6
 
 template <typename T>
 Status rnn_select_algo(const RnnDesc& desc, RnnAlgo requested, RnnAlgo& chosen) {
-  RAGGED_RETURN_IF_ERROR(check_desc(desc));
+  RAGGED_RETURN_IF_ERROR(rnn_check_desc(desc));
   detail::RnnPersistentPlan plan;  // plan_rnn_path rejects an unknown `requested`
   RnnAlgo path = RnnAlgo::kPerStep;
   RAGGED_RETURN_IF_ERROR(detail::plan_rnn_path<T>(desc.mode, desc.hidden_size, rnn_state_size(desc),

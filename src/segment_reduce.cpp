@@ -146,7 +146,9 @@ Geometries softmax_geometry(std::int64_t inner, std::size_t elem_size, const voi
   return {make(vec), make(other_vector_width(inner, elem_size, vec))};
 }
 
-bool is_valid_op(ReduceOp op) { return op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kMax || op == ReduceOp::kMin; }
+bool is_valid_op(ReduceOp op) {
+  return op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kMax || op == ReduceOp::kMin;
+}
 bool is_extreme(ReduceOp op) { return op == ReduceOp::kMax || op == ReduceOp::kMin; }
 
 }  // namespace
@@ -160,8 +162,8 @@ Status segment_reduce(void* d_workspace, std::size_t& workspace_bytes, RaggedVie
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_out, src.batch * src.inner, "out"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_arg, 0, "arg"));  // optional: null or aligned
   if (d_arg != nullptr && !is_extreme(op))
-    return fail(Status::kInvalidArgument,
-                std::string("segment_reduce: arg output given for ") + reduce_op_name(op) + "; only max and min have one");
+    return fail(Status::kInvalidArgument, std::string("segment_reduce: arg output given for ") + reduce_op_name(op) +
+                                              "; only max and min have one");
 
   // Vector loads need the values aligned; the (small) outputs are written one element at a time.
   const Geometries gs = reduce_geometry(src.inner, sizeof(T), src.values);

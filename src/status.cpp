@@ -43,8 +43,8 @@ Status from_cuda(cudaError_t error, const char* what) {
   // No usable device (none visible, or no driver that can run this runtime): a state of the machine that a
   // caller may want to tell apart from a failing call.
   const bool no_device = error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver;
-  return fail(no_device ? Status::kNoDevice : Status::kCudaError, std::string(what) + ": " + cudaGetErrorName(error) + " (" +
-                                      cudaGetErrorString(error) + ")");
+  return fail(no_device ? Status::kNoDevice : Status::kCudaError,
+              std::string(what) + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
 }
 
 void throw_if_error(Status status) {

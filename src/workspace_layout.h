@@ -23,8 +23,10 @@ class WorkspaceLayout {
   // Reserves `bytes`; returns the piece's address (nullptr in the query phase). A size past size_t marks the
   // layout overflowed (see finish) and returns nullptr.
   void* take(std::size_t bytes) {
+    // start may pass kMaxSize (which is not a multiple of kAlignment) while size_ does not: refused before
+    // kMaxSize - start could wrap.
     const std::size_t start = round_up(size_);
-    if (overflowed_ || start < size_ || bytes > kMaxSize - start) {
+    if (overflowed_ || start < size_ || start > kMaxSize || bytes > kMaxSize - start) {
       overflowed_ = true;
       return nullptr;
     }

@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ragged/buffer.h"
@@ -156,13 +157,15 @@ RaggedTensor<T, OffsetT> attention(const RaggedTensor<T, OffsetT>& q, const Ragg
     throw Error(Status::kInvalidArgument, "attention: head_dim of q (" + std::to_string(qd[1]) +
                                               ") and k (" + std::to_string(kd[1]) + ") differ");
   RaggedTensor<T, OffsetT> out = q.empty_like();
-  if (lse != nullptr) *lse = DeviceBuffer<float>(static_cast<std::size_t>(q.nnz() * qd[0]), q.stream());
+  // The caller's lse buffer is replaced only once the op has run: a refused call leaves it as it was.
+  DeviceBuffer<float> lse_out(lse != nullptr ? detail::element_count(q.nnz(), qd[0], "q: nnz * heads") : 0,
+                              q.stream());
   AttentionArgs<T, OffsetT> a;
   a.q = dense_heads<const T>(q.values().data(), qd[0], qd[1]);
   a.k = dense_heads<const T>(k.values().data(), kd[0], kd[1]);
   a.v = dense_heads<const T>(v.values().data(), vd[0], vd[1]);
   a.o = dense_heads<T>(out.values().data(), qd[0], qd[1]);
-  a.lse = lse != nullptr ? lse->data() : nullptr;
+  a.lse = lse != nullptr ? lse_out.data() : nullptr;
   a.q_seq = SequenceLayout<OffsetT>::ragged(q.offsets().data(), q.nnz());
   a.k_seq = SequenceLayout<OffsetT>::ragged(k.offsets().data(), k.nnz());
   a.batch = q.batch();
@@ -176,9 +179,11 @@ RaggedTensor<T, OffsetT> attention(const RaggedTensor<T, OffsetT>& q, const Ragg
   CrossStreamUse k_use(q.stream(), k.stream());
   CrossStreamUse v_use(q.stream(), v.stream());
   Workspace ws(q.stream());
-  run_with_workspace(ws, [&](void* p, std::size_t& bytes) { return varlen_attention_forward(p, bytes, a, q.stream()); });
+  run_with_workspace(ws,
+                     [&](void* p, std::size_t& bytes) { return varlen_attention_forward(p, bytes, a, q.stream()); });
   k_use.done();
   v_use.done();
+  if (lse != nullptr) *lse = std::move(lse_out);
   return out;
 }
 

@@ -32,6 +32,7 @@ constexpr DType dtype_of_v = dtype_of<T>::value;
 
 // Offsets are int32 (like cu_seqlens) or int64.
 template <typename OffsetT>
-constexpr bool is_offset_type_v = std::is_same<OffsetT, std::int32_t>::value || std::is_same<OffsetT, std::int64_t>::value;
+constexpr bool is_offset_type_v =
+    std::is_same<OffsetT, std::int32_t>::value || std::is_same<OffsetT, std::int64_t>::value;
 
 }  // namespace ragged

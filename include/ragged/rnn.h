@@ -93,6 +93,10 @@ int rnn_directions(const RnnDesc& desc);
 std::int64_t rnn_state_size(const RnnDesc& desc);
 // The input size of `layer`: input_size for layer 0, directions * state size after.
 std::int64_t rnn_layer_input_size(const RnnDesc& desc, std::int64_t layer);
+// The checks rnn_forward makes of `desc` alone, with a message naming the field: kInvalidArgument for an unknown
+// mode, a size below 1, or a proj_size that is negative, not below hidden_size or given to a GRU; kSizeOverflow
+// for sizes past cuBLAS's int dimensions. Past it, every parameter's element count fits int64.
+Status rnn_check_desc(const RnnDesc& desc);
 
 // Device pointers to one layer and direction's parameters, in PyTorch's layout (row-major, gate rows stacked in
 // PyTorch's order): weight_ih_l{k}[_reverse] etc.

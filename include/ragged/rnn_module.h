@@ -134,18 +134,7 @@ class Rnn {
 
   bool has_projection() const { return desc_.mode == RnnMode::kLstm && desc_.proj_size > 0; }
 
-  void check_desc() const {
-    if (desc_.input_size < 1 || desc_.hidden_size < 1 || desc_.num_layers < 1)
-      throw Error(Status::kInvalidArgument, "Rnn: input_size, hidden_size and num_layers must be >= 1, got " +
-                                                std::to_string(desc_.input_size) + ", " +
-                                                std::to_string(desc_.hidden_size) + ", " +
-                                                std::to_string(desc_.num_layers));
-    if (desc_.proj_size < 0 || (desc_.proj_size > 0 && desc_.proj_size >= desc_.hidden_size))
-      throw Error(Status::kInvalidArgument, "Rnn: proj_size " + std::to_string(desc_.proj_size) +
-                                                " must be 0 or in [1, hidden_size)");
-    if (desc_.proj_size > 0 && desc_.mode != RnnMode::kLstm)
-      throw Error(Status::kInvalidArgument, "Rnn: proj_size is an LSTM option");
-  }
+  void check_desc() const { throw_if_error(rnn_check_desc(desc_)); }
 
   // PyTorch's names and sizes, in its flat order.
   std::vector<Expected> expected_parameters() const {

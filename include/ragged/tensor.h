@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ragged/buffer.h"
@@ -19,13 +20,27 @@
 namespace ragged {
 
 namespace detail {
+// a * b for sizes (both >= 0), or kSizeOverflow naming `what` where the product does not fit int64.
+inline std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what) {
+  if (a != 0 && b > std::numeric_limits<std::int64_t>::max() / a)
+    throw Error(Status::kSizeOverflow,
+                std::string(what) + " = " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
+  return a * b;
+}
+
+// The product of the inner dimensions (1 for none), each >= 0.
 inline std::int64_t product(const std::vector<std::int64_t>& dims) {
   std::int64_t p = 1;
   for (std::int64_t d : dims) {
     if (d < 0) throw Error(Status::kInvalidArgument, "inner dimension " + std::to_string(d) + " is negative");
-    p *= d;
+    p = checked_product(p, d, "the product of the inner dimensions");
   }
   return p;
+}
+
+// Elements of a [rows, inner] buffer: rows * inner, checked as above.
+inline std::size_t element_count(std::int64_t rows, std::int64_t inner, const char* what) {
+  return static_cast<std::size_t>(checked_product(rows, inner, what));
 }
 }  // namespace detail
 
@@ -45,6 +60,13 @@ template <typename T, typename OffsetT = std::int64_t>
 class RaggedTensor {
  public:
   RaggedTensor() = default;
+  // Moving leaves `other` an empty tensor (batch 0, no buffers, inner 1), not one whose sizes outlive its
+  // buffers; moving a tensor into itself changes nothing.
+  RaggedTensor(RaggedTensor&& other) noexcept { take(other); }
+  RaggedTensor& operator=(RaggedTensor&& other) noexcept {
+    if (this != &other) take(other);
+    return *this;
+  }
 
   // values: nnz * inner elements, row-major; lengths: one per sequence. Validates, then copies to the device.
   static RaggedTensor from_host(const std::vector<T>& values, const std::vector<std::int64_t>& lengths,
@@ -56,7 +78,7 @@ class RaggedTensor {
     throw_if_error(lengths_to_offsets_host(lengths.data(), t.batch_, offsets.data()));
     t.nnz_ = static_cast<std::int64_t>(offsets.back());
     const std::int64_t inner = detail::product(t.inner_dims_);
-    if (static_cast<std::int64_t>(values.size()) != t.nnz_ * inner)
+    if (values.size() != detail::element_count(t.nnz_, inner, "nnz * inner"))
       throw Error(Status::kInvalidArgument, "values holds " + std::to_string(values.size()) +
                                                 " elements but the lengths need nnz * inner = " +
                                                 std::to_string(t.nnz_) + " * " + std::to_string(inner));
@@ -125,7 +147,10 @@ class RaggedTensor {
     out.batch = batch_;
     out.max_len = max_len < 0 ? max_length() : max_len;
     out.inner_dims = inner_dims_;
-    out.data = DeviceBuffer<T>(static_cast<std::size_t>(batch_ * out.max_len * inner()), stream_);
+    out.data = DeviceBuffer<T>(
+        detail::element_count(detail::checked_product(batch_, out.max_len, "batch * max_len"), inner(),
+                              "batch * max_len * inner"),
+        stream_);
     Workspace ws(stream_);
     run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
       return ragged::ragged_to_padded(p, bytes, view(), out.view(), pad_value, align, trunc, stream_);
@@ -138,21 +163,26 @@ class RaggedTensor {
 
   // The same offsets (copied) with other inner dims: fresh, unwritten values of nnz rows.
   RaggedTensor empty_like(std::vector<std::int64_t> inner_dims) const {
-    const std::size_t count = static_cast<std::size_t>(nnz_ * detail::product(inner_dims));
+    const std::size_t count = detail::element_count(nnz_, detail::product(inner_dims), "nnz * inner");
     return make_like(std::move(inner_dims), count);
   }
 
   // [batch, inner...] reduction of every sequence (segment_reduce.h); `arg`, if given, receives the index of the
   // max / min within each sequence.
   DeviceBuffer<T> reduce(ReduceOp op, float empty_value = 0.0f, DeviceBuffer<std::int64_t>* arg = nullptr) const {
-    const std::size_t count = static_cast<std::size_t>(batch_ * inner());
+    // Refused before `arg` is replaced, whatever the batch: only max and min have arg outputs.
+    if (arg != nullptr && op != ReduceOp::kMax && op != ReduceOp::kMin)
+      throw Error(Status::kInvalidArgument,
+                  std::string("reduce: arg output given for ") + reduce_op_name(op) + "; only max and min have one");
+    const std::size_t count = detail::element_count(batch_, inner(), "batch * inner");
     DeviceBuffer<T> out(count, stream_);
-    if (arg != nullptr) *arg = DeviceBuffer<std::int64_t>(count, stream_);
+    DeviceBuffer<std::int64_t> arg_out(arg != nullptr ? count : 0, stream_);
     Workspace ws(stream_);
     run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
-      return ragged::segment_reduce(p, bytes, view(), op, out.data(), arg != nullptr ? arg->data() : nullptr,
+      return ragged::segment_reduce(p, bytes, view(), op, out.data(), arg != nullptr ? arg_out.data() : nullptr,
                                     empty_value, stream_);
     });
+    if (arg != nullptr) *arg = std::move(arg_out);  // replaced only once the op has run
     return out;
   }
 
@@ -172,7 +202,7 @@ class RaggedTensor {
   // Only the offsets of this tensor are used.
   RaggedTensor reduce_backward(ReduceOp op, const DeviceBuffer<T>& grad_out,
                                const DeviceBuffer<std::int64_t>* arg = nullptr) const {
-    const std::size_t count = static_cast<std::size_t>(batch_ * inner());
+    const std::size_t count = detail::element_count(batch_, inner(), "batch * inner");
     if (grad_out.size() != count)
       throw Error(Status::kInvalidArgument, "reduce_backward: grad_out holds " + std::to_string(grad_out.size()) +
                                                 " values, the reduction has batch * inner = " + std::to_string(count));
@@ -230,7 +260,7 @@ class RaggedTensor {
     t.nnz_ = static_cast<std::int64_t>(offsets.back());
     t.stream_ = stream;
     t.offsets_ = DeviceBuffer<OffsetT>(offsets, stream);
-    t.values_ = DeviceBuffer<T>(static_cast<std::size_t>(t.nnz_ * t.inner()), stream);
+    t.values_ = DeviceBuffer<T>(detail::element_count(t.nnz_, t.inner(), "nnz * inner"), stream);
     CrossStreamUse padded_use(stream, padded.data.stream());  // it may still be being written on its own stream
     Workspace ws(stream);
     run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
@@ -241,6 +271,18 @@ class RaggedTensor {
   }
 
  private:
+  void take(RaggedTensor& other) noexcept {
+    values_ = std::move(other.values_);
+    offsets_ = std::move(other.offsets_);
+    inner_dims_ = std::move(other.inner_dims_);
+    other.inner_dims_.clear();
+    batch_ = other.batch_;
+    nnz_ = other.nnz_;
+    stream_ = other.stream_;
+    other.batch_ = 0;
+    other.nnz_ = 0;
+  }
+
   RaggedTensor make_like(std::vector<std::int64_t> inner_dims, std::size_t value_count) const {
     RaggedTensor t;
     t.inner_dims_ = std::move(inner_dims);

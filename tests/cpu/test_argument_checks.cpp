@@ -591,6 +591,16 @@ TEMPLATE_TEST_CASE("segment_reduce reports bad arguments", "[segment][errors]", 
     view.nnz = kInt64Max / 2;
     REQUIRE_FAILS(segment_reduce(nullptr, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, nullptr),
                   Status::kSizeOverflow, "values");
+    // A batch and an inner size that each fit, and values of one token, but a [batch, inner] output past int64.
+    view = good;
+    view.batch = std::int64_t{1} << 27;
+    view.inner = std::int64_t{1} << 36;
+    view.nnz = 1;
+    REQUIRE_FAILS(segment_reduce(nullptr, bytes, view, ReduceOp::kSum, out.data(), nullptr, 0.0f, nullptr),
+                  Status::kSizeOverflow, "output");
+    REQUIRE_FAILS(segment_reduce_backward(nullptr, bytes, view, ReduceOp::kMean, grad_out.data(), nullptr,
+                                          grad_in.data(), nullptr),
+                  Status::kSizeOverflow, "output");
   }
   SECTION("pointers not aligned to their elements") {
     auto view = good;
@@ -954,6 +964,9 @@ TEST_CASE("rnn_forward rejects bad arguments", "[rnn][errors]") {
     a = good;
     a.input.nnz = kInt64Max / 8;
     REQUIRE_FAILS(query(a), Status::kSizeOverflow, "input");
+    a = good;
+    a.input.nnz = std::int64_t{1} << 56;  // 6 inputs a token fit; 2 x 64 float gate projections (2^65 bytes) do not
+    REQUIRE_FAILS(query(a), Status::kSizeOverflow, "input projections");
     a = good;
     a.desc.bidirectional = true;
     a.desc.hidden_size = std::int64_t{1} << 62;  // gate rows * directions would overflow int64

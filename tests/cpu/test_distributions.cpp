@@ -151,7 +151,8 @@ TEST_CASE("lengths files: read, resampled, scaled; bad lines named", "[bench][le
 }
 
 TEST_CASE("distribution names round-trip, and an unknown one is named", "[bench][lengths]") {
-  for (const LengthDistribution d : synthetic_distributions()) REQUIRE(distribution_from_name(distribution_name(d)) == d);
+  for (const LengthDistribution d : synthetic_distributions())
+    REQUIRE(distribution_from_name(distribution_name(d)) == d);
   REQUIRE(distribution_from_name("file") == LengthDistribution::kFile);
   REQUIRE_THROWS_WITH(distribution_from_name("zipf"), Catch::Contains("'zipf'"));
 }

@@ -30,7 +30,8 @@ std::vector<std::pair<std::int64_t, std::int64_t>> brute_placements(std::int64_t
   }
   const std::int64_t first_slot = align == Align::kLeft ? 0 : max_len - static_cast<std::int64_t>(tokens.size());
   std::vector<std::pair<std::int64_t, std::int64_t>> out;
-  for (std::size_t i = 0; i < tokens.size(); ++i) out.emplace_back(tokens[i], first_slot + static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    out.emplace_back(tokens[i], first_slot + static_cast<std::int64_t>(i));
   return out;
 }
 

@@ -144,7 +144,8 @@ Problem make_problem(RnnMode mode, std::int64_t input, std::int64_t hidden, std:
   p.finish();
   p.batch = static_cast<std::int64_t>(lengths.size());
   p.offsets.assign(lengths.size() + 1, 0);
-  for (std::size_t b = 0; b < lengths.size(); ++b) p.offsets[b + 1] = p.offsets[b] + static_cast<std::int32_t>(lengths[b]);
+  for (std::size_t b = 0; b < lengths.size(); ++b)
+    p.offsets[b + 1] = p.offsets[b] + static_cast<std::int32_t>(lengths[b]);
   p.nnz = p.offsets.back();
   p.input = random_floats(static_cast<std::size_t>(p.nnz * input), 1.0, rng);
   const std::int64_t S = rnn_state_size(p.desc);
@@ -342,7 +343,8 @@ TEST_CASE("reference: max_steps truncates each sequence before either direction 
   const std::int64_t width = 2 * 3;
   for (std::int64_t k = 0; k < 2 * width; ++k) REQUIRE(truncated.output[k] == expected.output[k]);
   for (std::int64_t k = 2 * width; k < 4 * width; ++k) REQUIRE(truncated.output[k] == kUnwritten);  // dropped tokens
-  for (std::int64_t k = 0; k < 2 * width; ++k) REQUIRE(truncated.output[4 * width + k] == expected.output[2 * width + k]);
+  for (std::int64_t k = 0; k < 2 * width; ++k)
+    REQUIRE(truncated.output[4 * width + k] == expected.output[2 * width + k]);
   REQUIRE(truncated.hn == expected.hn);
   REQUIRE(truncated.cn == expected.cn);
 }

@@ -21,12 +21,15 @@ RnnDesc lstm_desc() {
   return d;
 }
 
-// The message of the Error that constructing Rnn<float>(desc, params) throws ("" if none is thrown).
-std::string construction_error(const RnnDesc& desc, const std::vector<std::vector<float>>& params) {
+// The message of the Error that constructing Rnn<float>(desc, params) throws ("" if none is thrown), which must
+// carry `status`.
+std::string construction_error(const RnnDesc& desc, const std::vector<std::vector<float>>& params,
+                               Status status = Status::kInvalidArgument) {
   try {
     Rnn<float> rnn(desc, params);
   } catch (const Error& e) {
-    REQUIRE(e.status() == Status::kInvalidArgument);
+    INFO(e.what());
+    REQUIRE(e.status() == status);
     return e.what();
   }
   return "";
@@ -98,9 +101,18 @@ TEST_CASE("Rnn rejects a malformed description before allocating", "[rnn][module
   REQUIRE(contains(construction_error(desc, {}), "hidden_size"));
   desc = lstm_desc();
   desc.proj_size = 4;  // must be < hidden_size
-  REQUIRE(contains(construction_error(desc, {}), "proj_size 4"));
+  REQUIRE(contains(construction_error(desc, {}), "proj_size = 4 must be smaller than hidden_size = 4"));
   desc = lstm_desc();
   desc.mode = RnnMode::kGru;
   desc.proj_size = 2;
-  REQUIRE(contains(construction_error(desc, {}), "LSTM option"));
+  REQUIRE(contains(construction_error(desc, {}), "only supported for LSTM"));
+  // The same checks as rnn_forward's: an unknown mode (else taken for a 4-gate non-LSTM), and sizes whose
+  // parameter counts G * H * input_size would overflow the expected sizes they are compared with.
+  desc = lstm_desc();
+  desc.mode = static_cast<RnnMode>(7);
+  REQUIRE(contains(construction_error(desc, {}), "desc.mode = 7 is unknown"));
+  desc = lstm_desc();
+  desc.hidden_size = std::int64_t{1} << 33;
+  desc.input_size = std::int64_t{1} << 33;
+  REQUIRE(contains(construction_error(desc, {}, Status::kSizeOverflow), "must each fit int"));
 }

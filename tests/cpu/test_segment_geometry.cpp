@@ -272,10 +272,12 @@ TEST_CASE("softmax chunks: partial statistics cost at most 1/4 of a chunk's read
     }
   }
   // The case the sweeps exist for: half at wide D, a 32-float register tile holds 4 tokens of a 256-column tile.
-  const SegmentGeometry half_wide = make_segment_geometry(1024, 8, 4, kLocalFinishChunks, softmax_min_chunk_tokens(false, 2));
+  const SegmentGeometry half_wide =
+      make_segment_geometry(1024, 8, 4, kLocalFinishChunks, softmax_min_chunk_tokens(false, 2));
   CHECK(half_wide.sweeps == 4);
   CHECK(half_wide.chunk_tokens == 16);
-  const SegmentGeometry float_wide = make_segment_geometry(1024, 4, 8, kLocalFinishChunks, softmax_min_chunk_tokens(false, 4));
+  const SegmentGeometry float_wide =
+      make_segment_geometry(1024, 4, 8, kLocalFinishChunks, softmax_min_chunk_tokens(false, 4));
   CHECK(float_wide.sweeps == 1);
   CHECK(float_wide.chunk_tokens == 8);
 }

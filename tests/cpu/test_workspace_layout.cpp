@@ -87,6 +87,15 @@ TEST_CASE("WorkspaceLayout: too small a workspace and size overflow are named", 
   query.take(std::numeric_limits<std::size_t>::max() / 2 + 1);
   std::size_t needed = 0;
   REQUIRE(query.finish(needed, "some_op") == Status::kSizeOverflow);
+  // A first piece that ends within the last 256 bytes below the limit: the second piece's aligned start passes
+  // the limit, which must not wrap the room left into a huge number (the query once answered 767 bytes here).
+  for (std::size_t below : {std::size_t{513}, std::size_t{599}, std::size_t{767}}) {
+    INFO("first piece SIZE_MAX - " << below);
+    WorkspaceLayout tail(nullptr);
+    tail.take(std::numeric_limits<std::size_t>::max() - below);
+    tail.take(1024);
+    REQUIRE(tail.finish(needed, "some_op") == Status::kSizeOverflow);
+  }
 }
 
 TEST_CASE("from_cuda tells a missing device apart from a failing call", "[status]") {

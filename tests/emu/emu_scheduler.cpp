@@ -475,11 +475,12 @@ void on_fault(int sig, siginfo_t* info, void* context) {
         uc->uc_mcontext.gregs[REG_EFL] |= 0x100;
         return;
       }
-      std::fprintf(stderr,
-                   "emu: kernel %s, block (%u,%u,%u), thread %d: %s device memory at %p before wait_for_prior_grid()%s\n",
-                   S.kernel, S.running->ts.block_idx.x, S.running->ts.block_idx.y, S.running->ts.block_idx.z,
-                   S.running->ts.linear, write ? "writes" : "reads", info->si_addr,
-                   changed ? (", bytes that the kernel it follows (" + D.prior_kernel + ") wrote").c_str() : "");
+      std::fprintf(
+          stderr,
+          "emu: kernel %s, block (%u,%u,%u), thread %d: %s device memory at %p before wait_for_prior_grid()%s\n",
+          S.kernel, S.running->ts.block_idx.x, S.running->ts.block_idx.y, S.running->ts.block_idx.z,
+          S.running->ts.linear, write ? "writes" : "reads", info->si_addr,
+          changed ? (", bytes that the kernel it follows (" + D.prior_kernel + ") wrote").c_str() : "");
       std::fflush(stderr);
       std::abort();
     }
@@ -500,8 +501,8 @@ void on_fault(int sig, siginfo_t* info, void* context) {
                  S.running->ts.block_idx.x, S.running->ts.block_idx.y, S.running->ts.block_idx.z,
                  S.running->ts.linear);
   else
-    std::fprintf(stderr, "emu: %s at address %p outside any kernel\n", sig == SIGSEGV ? "segmentation fault" : "bus error",
-                 info->si_addr);
+    std::fprintf(stderr, "emu: %s at address %p outside any kernel\n",
+                 sig == SIGSEGV ? "segmentation fault" : "bus error", info->si_addr);
   if (g_faults_taken) {  // the handler that was first before the check reports it too: the access faults again
     take_faults(false);
     return;

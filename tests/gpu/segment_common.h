@@ -97,7 +97,8 @@ inline std::vector<std::int64_t> rows_past_kernel_plan(std::mt19937_64& rng, std
 
 inline std::vector<LengthSet> length_sets(std::mt19937_64& rng, std::int64_t inner) {
   std::vector<LengthSet> sets;
-  for (Regime regime : all_regimes()) sets.push_back({regime_name(regime), make_lengths(regime, rng, regime_scale(inner))});
+  for (Regime regime : all_regimes())
+    sets.push_back({regime_name(regime), make_lengths(regime, rng, regime_scale(inner))});
   sets.push_back({"power law", power_law_lengths(rng, inner)});
   sets.push_back({"one row holds all", one_row_holds_all(rng, inner)});
   sets.push_back({"scattered long rows", scattered_long_rows(rng, inner)});

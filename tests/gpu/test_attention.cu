@@ -85,7 +85,8 @@ struct DeviceAttention {
     test::poison(lse);
     AttentionArgs<T, OffsetT> a = args(o.data(), lse.data());
     a.query_tile = query_tile;
-    REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& bytes) { return varlen_attention_forward(ws, bytes, a, nullptr); }));
+    REQUIRE_OK(
+        run_two_phase([&](void* ws, std::size_t& bytes) { return varlen_attention_forward(ws, bytes, a, nullptr); }));
     return {o.to_host(), lse.to_host()};
   }
 };
@@ -462,7 +463,8 @@ TEMPLATE_TEST_CASE("attention reads strided Q / K / V and writes strided O", "[a
   a.k = HeadsView<const T>{d_qkv.data() + w, 3 * w, dim};
   a.v = HeadsView<const T>{d_qkv.data() + 2 * w, 3 * w, dim};
   a.o = HeadsView<T>{o.data(), 2 * w, dim};
-  REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& bytes) { return varlen_attention_forward(ws, bytes, a, nullptr); }));
+  REQUIRE_OK(
+      run_two_phase([&](void* ws, std::size_t& bytes) { return varlen_attention_forward(ws, bytes, a, nullptr); }));
   const std::vector<T> wide = o.to_host();
   for (std::int64_t row = 0; row < rows; ++row) {
     REQUIRE(std::memcmp(&wide[row * 2 * w], &expected.o[row * w], w * sizeof(T)) == 0);
@@ -508,6 +510,11 @@ TEST_CASE("attention on RaggedTensors matches the low-level call", "[attention][
   // A shape error throws with a message naming the argument.
   const auto bad = RaggedTensor<half, std::int64_t>::from_host(h.v, k_len, {64});
   REQUIRE_THROWS_AS(attention(q, k, bad), Error);
+  // A call the low-level op refuses (head_dim 32: not a kernel's) leaves the caller's lse buffer as it was.
+  const auto q32 = RaggedTensor<half, std::int64_t>::from_host(std::vector<half>(h.q.size() / 2), q_len, {4, 32});
+  const auto kv32 = RaggedTensor<half, std::int64_t>::from_host(std::vector<half>(h.k.size() / 2), k_len, {1, 32});
+  REQUIRE_THROWS_WITH(attention(q32, kv32, kv32, false, 0.0f, &lse), Catch::Contains("head_dim 32"));
+  REQUIRE_BITWISE_EQUAL(lse.to_host(), expected.lse);
 }
 
 // The case of the cross-stream tests below: bf16, grouped heads 4 / 2, dim 128, a sequence without queries;
@@ -600,7 +607,8 @@ TEST_CASE("attention with malformed offsets or lengths stays in bounds", "[atten
     for (bool on_q : {true, false}) {
       auto a = dev.args(o.data(), lse.data());
       (on_q ? a.q_seq : a.k_seq).offsets = d_offsets.data();
-      REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& bytes) { return varlen_attention_forward(ws, bytes, a, nullptr); }));
+      REQUIRE_OK(
+          run_two_phase([&](void* ws, std::size_t& bytes) { return varlen_attention_forward(ws, bytes, a, nullptr); }));
     }
   }
   // Padded lengths beyond max_len or negative are clamped.
@@ -612,5 +620,6 @@ TEST_CASE("attention with malformed offsets or lengths stays in bounds", "[atten
   auto a = pdev.args(po.data(), plse.data());
   a.q_seq.lengths = lengths.data();
   a.k_seq.lengths = lengths.data();
-  REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& bytes) { return varlen_attention_forward(ws, bytes, a, nullptr); }));
+  REQUIRE_OK(
+      run_two_phase([&](void* ws, std::size_t& bytes) { return varlen_attention_forward(ws, bytes, a, nullptr); }));
 }

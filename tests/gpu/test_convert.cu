@@ -677,6 +677,39 @@ TEMPLATE_TEST_CASE("RaggedTensor::to_padded and from_padded", "[convert][gpu][te
   REQUIRE_THROWS_AS(Tensor::from_padded(PaddedTensor<T>{}, {1, 2}), Error);
 }
 
+TEST_CASE("a moved-from RaggedTensor is empty, and moving one into itself changes nothing", "[convert][gpu][tensor]") {
+  using Tensor = RaggedTensor<float, std::int32_t>;
+  auto rng = test::make_rng(208);
+  const std::vector<std::int64_t> lengths{2, 0, 3};
+  const std::vector<float> values = test::random_values<float>(5 * 4, rng);
+  auto require_empty = [](const Tensor& t) {
+    REQUIRE(t.batch() == 0);
+    REQUIRE(t.nnz() == 0);
+    REQUIRE(t.inner() == 1);
+    REQUIRE(t.values().empty());
+    REQUIRE(t.offsets().empty());
+    REQUIRE(t.lengths_to_host().empty());  // once read offsets that had moved away
+  };
+  auto require_whole = [&](const Tensor& t) {
+    REQUIRE(t.batch() == 3);
+    REQUIRE(t.nnz() == 5);
+    REQUIRE(t.inner_dims() == std::vector<std::int64_t>{4});
+    REQUIRE(t.lengths_to_host() == lengths);
+    REQUIRE_BITWISE_EQUAL(t.values_to_host(), values);
+  };
+  Tensor a = Tensor::from_host(values, lengths, {4});
+  Tensor b = std::move(a);
+  require_empty(a);
+  require_whole(b);
+  Tensor& alias = b;
+  b = std::move(alias);
+  require_whole(b);
+  Tensor c = Tensor::from_host(std::vector<float>(3), {1, 2});
+  c = std::move(b);
+  require_empty(b);
+  require_whole(c);
+}
+
 TEST_CASE("RaggedTensor::from_padded waits for the padded data on its own stream, without a host sync",
           "[convert][gpu][tensor]") {
   auto rng = test::make_rng(207);

@@ -106,7 +106,8 @@ TEST_CASE("dynamic backward passes and masks match the typed ops", "[dynamic][gp
   mask_lengths[0] = 100;
   DeviceBuffer<std::int64_t> d_lengths(mask_lengths);
   const std::int64_t max_len = 17;
-  DeviceBuffer<half> additive_dynamic(static_cast<std::size_t>(batch * max_len)), additive_typed(additive_dynamic.size());
+  DeviceBuffer<half> additive_dynamic(static_cast<std::size_t>(batch * max_len)),
+      additive_typed(additive_dynamic.size());
   test::poison(additive_dynamic);
   test::poison(additive_typed);
   REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
@@ -190,7 +191,8 @@ TEST_CASE("dynamic attention matches the typed op, dense strides by default", "[
   a.head_dim = head_dim;
   a.scale = 0.125f;
   a.causal = true;
-  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) { return varlen_attention_forward(p, bytes, a, nullptr); }));
+  REQUIRE_OK(
+      run_two_phase([&](void* p, std::size_t& bytes) { return varlen_attention_forward(p, bytes, a, nullptr); }));
   REQUIRE_BITWISE_EQUAL(o_dynamic.to_host(), o_typed.to_host());
   REQUIRE_BITWISE_EQUAL(lse_dynamic.to_host(), lse_typed.to_host());
 }
@@ -224,7 +226,8 @@ TEST_CASE("dynamic packing_order, pack and unpack match the reference", "[dynami
   REQUIRE(batch_sizes.to_host() == want.batch_sizes);
   REQUIRE(step_offsets.to_host() == want.step_offsets);
 
-  const std::vector<std::uint8_t> values = test::random_values<std::uint8_t>(static_cast<std::size_t>(nnz * inner), rng);
+  const std::vector<std::uint8_t> values =
+      test::random_values<std::uint8_t>(static_cast<std::size_t>(nnz * inner), rng);
   DeviceBuffer<std::uint8_t> d_values(values), packed(values.size()), unpacked(values.size());
   test::poison(packed);
   test::poison(unpacked);
@@ -236,8 +239,9 @@ TEST_CASE("dynamic packing_order, pack and unpack match the reference", "[dynami
     return dynamic::unpack_sequences(p, bytes, packed.data(), layout, desc, unpacked.data(), nullptr);
   }));
   std::vector<std::uint8_t> want_packed(values.size());
-  reference::pack_sequences(RaggedView<const std::uint8_t, std::int64_t>{values.data(), offsets.data(), batch, nnz, inner},
-                            want, want_packed.data());
+  reference::pack_sequences(
+      RaggedView<const std::uint8_t, std::int64_t>{values.data(), offsets.data(), batch, nnz, inner}, want,
+      want_packed.data());
   REQUIRE(packed.to_host() == want_packed);
   REQUIRE(unpacked.to_host() == values);
 }

@@ -158,8 +158,8 @@ TEMPLATE_TEST_CASE("masks through the 64-bit index path", "[mask][gpu]", std::in
               bytes = 0;
               return Status::kSuccess;
             }
-            return detail::launch_lengths_to_mask(d_lengths.data(), batch, max_len, align, mask, 1, 1u, 0u, nullptr, nullptr,
-                                                  false);
+            return detail::launch_lengths_to_mask(d_lengths.data(), batch, max_len, align, mask, 1, 1u, 0u, nullptr,
+                                                  nullptr, false);
           });
       std::vector<unsigned char> expected(got.size(), kPoison);
       reference::lengths_to_mask(lengths.data(), batch, max_len, align, reinterpret_cast<bool*>(expected.data()));

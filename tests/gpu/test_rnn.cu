@@ -90,13 +90,15 @@ struct Model {
         host.push_back(scaled_values<T>(G * H * S, 1.0 / std::sqrt(static_cast<double>(S)), rng));
         host.push_back(scaled_values<T>(G * H, 0.5, rng));
         host.push_back(scaled_values<T>(G * H, 0.5, rng));
-        host.push_back(P > 0 ? scaled_values<T>(P * H, 1.0 / std::sqrt(static_cast<double>(H)), rng) : std::vector<T>{});
+        host.push_back(P > 0 ? scaled_values<T>(P * H, 1.0 / std::sqrt(static_cast<double>(H)), rng)
+                             : std::vector<T>{});
       }
     for (const auto& tensor : host) device.emplace_back(tensor);
     auto ptr_or_null = [](const T* p, std::size_t n) { return n > 0 ? p : nullptr; };
     for (std::size_t i = 0; i < host.size(); i += 5) {
       host_weights.push_back(RnnLayerWeights<T>{host[i].data(), host[i + 1].data(), host[i + 2].data(),
-                                                host[i + 3].data(), ptr_or_null(host[i + 4].data(), host[i + 4].size())});
+                                                host[i + 3].data(),
+                                                ptr_or_null(host[i + 4].data(), host[i + 4].size())});
       device_weights.push_back(RnnLayerWeights<T>{device[i].data(), device[i + 1].data(), device[i + 2].data(),
                                                   device[i + 3].data(),
                                                   ptr_or_null(device[i + 4].data(), device[i + 4].size())});
@@ -776,14 +778,15 @@ TEST_CASE("rnn_forward with grids of one and three blocks gives the full grid's 
   // The layer's bookkeeping kernels (the packing order, the slot table, h0 / c0 into slots, hn / cn out of
   // them) walk their items grid-stride, a full grid in one round here; capped at 1 or 3 blocks (set_grid_cap)
   // each thread takes many: 300 sequences and 280 steps pass one block's 256 threads, and the states (2
-  // directions x 300 slots x 40) three blocks'. The recurrent paths' own grids are not capped. LSTM with
-  // proj_size (h narrower than c) and GRU, on the per-step and the persistent path.
+  // directions x 300 slots x 40) three blocks'. The recurrent paths' own grids are not capped, and every path
+  // runs the same bookkeeping launches: the per-step one here (the persistent one takes minutes to emulate 280
+  // steps on 132 SMs). LSTM with proj_size (h narrower than c) and GRU.
   CublasHandle cublas;
   auto rng = test::make_rng(642);
   const auto shape = GENERATE(table<RnnMode, std::int64_t>({{RnnMode::kLstm, 24}, {RnnMode::kGru, 0}}));
-  const RnnAlgo algo = GENERATE(RnnAlgo::kPerStep, RnnAlgo::kPersistent);
+  const RnnAlgo algo = RnnAlgo::kPerStep;
   const RnnDesc desc = make_desc(std::get<0>(shape), 12, 40, std::get<1>(shape), 1, true);
-  INFO(describe(desc) << ", algo " << rnn_algo_name(algo));
+  INFO(describe(desc));
   Model<float> model(desc, rng);
   std::vector<std::int64_t> lengths = uniform_lengths(300, 6, rng);
   lengths[137] = 280;
@@ -1113,8 +1116,8 @@ TEST_CASE("rnn_forward refuses a short workspace and a persistent kernel that ca
   const auto in = make_inputs<float, std::int32_t>(desc, {4, 2, 0, 5}, rng);
   DeviceBuffer<float> x(in.x.values), h0(in.h0), c0(in.c0), out(in.x.nnz * 32), hn(in.h0.size()), cn(in.c0.size());
   DeviceBuffer<std::int32_t> offsets(in.x.offsets);
-  const RnnArgs<float, std::int32_t> good =
-      make_args(model, x, offsets, in, h0, c0, out, hn, cn, Options{}, cublas.handle, static_cast<CheckResult*>(nullptr));
+  const RnnArgs<float, std::int32_t> good = make_args(model, x, offsets, in, h0, c0, out, hn, cn, Options{},
+                                                      cublas.handle, static_cast<CheckResult*>(nullptr));
   std::size_t bytes = 0;
   REQUIRE_OK((rnn_forward<float, std::int32_t>(nullptr, bytes, good, nullptr)));
 

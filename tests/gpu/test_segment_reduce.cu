@@ -206,10 +206,12 @@ TEMPLATE_TEST_CASE("segment_reduce on the device: merge trees of one, two and th
   const std::int64_t F = detail::kMergeFanIn;
   for (std::int64_t inner : {1, 33, 64, 264}) {
     const int vec = inner % static_cast<std::int64_t>(16 / sizeof(T)) == 0 ? static_cast<int>(16 / sizeof(T)) : 1;
-    const std::int64_t chunk = detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec).chunk_tokens;
+    const std::int64_t chunk =
+        detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec).chunk_tokens;
     const std::vector<std::int64_t> lengths =
-        inner < 264 ? std::vector<std::int64_t>{F * F * chunk + 1, 0, F * chunk, 3, F * chunk + 1, (F * F - 1) * chunk - 7}
-                    : std::vector<std::int64_t>{F * chunk + 1, 0, F * chunk, 3, 3 * F * chunk - 5};
+        inner < 264
+            ? std::vector<std::int64_t>{F * F * chunk + 1, 0, F * chunk, 3, F * chunk + 1, (F * F - 1) * chunk - 7}
+            : std::vector<std::int64_t>{F * chunk + 1, 0, F * chunk, 3, 3 * F * chunk - 5};
     INFO("inner " << inner << ", chunk " << chunk << " tokens");
     check_all_ops(test::random_ragged<T, OffsetT>(lengths, inner, rng), 0.0f, rng);
   }
@@ -567,7 +569,8 @@ TEST_CASE("segment_reduce and its backward can be captured in a CUDA graph", "[s
   const cudaStreamCaptureMode capture_mode = GENERATE(cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeGlobal);
   INFO("capture mode " << (capture_mode == cudaStreamCaptureModeGlobal ? "global" : "thread-local"));
   auto rng = test::make_rng(404);
-  const auto host = test::random_ragged<float, std::int32_t>(test::make_lengths(test::Regime::kRandom, rng, 3000), 3, rng);
+  const auto host =
+      test::random_ragged<float, std::int32_t>(test::make_lengths(test::Regime::kRandom, rng, 3000), 3, rng);
   const DeviceRagged<float, std::int32_t> dev(host);
   const std::int64_t count = host.batch * host.inner;
   DeviceBuffer<float> out(count);
@@ -735,6 +738,9 @@ TEST_CASE("RaggedTensor::reduce and reduce_backward give the low-level results",
   const ReduceOutput<bfloat16> want = device_reduce(dev, ReduceOp::kMax, true, -1.5f);
   REQUIRE_BITWISE_EQUAL(max.to_host(), want.out);
   REQUIRE(arg.to_host() == want.arg);
+  // A refused call leaves the caller's arg buffer as it was: it is replaced only once the op has run.
+  REQUIRE_THROWS_WITH(x.reduce(ReduceOp::kSum, 0.0f, &arg), Catch::Contains("only max and min have one"));
+  REQUIRE(arg.to_host() == want.arg);
 
   const std::vector<bfloat16> grad_out_host = test::random_values<bfloat16>(static_cast<std::size_t>(count), rng);
   const DeviceBuffer<bfloat16> grad_out(grad_out_host);
@@ -744,8 +750,9 @@ TEST_CASE("RaggedTensor::reduce and reduce_backward give the low-level results",
     REQUIRE(grad.nnz() == host.nnz);
     REQUIRE(grad.inner_dims() == std::vector<std::int64_t>{2, 3});
     REQUIRE(grad.offsets_to_host() == host.offsets);
-    REQUIRE_BITWISE_EQUAL(grad.values_to_host(),
-                          device_reduce_backward(dev, op, grad_out_host, is_extreme(op) ? want.arg : std::vector<std::int64_t>(count)));
+    REQUIRE_BITWISE_EQUAL(
+        grad.values_to_host(),
+        device_reduce_backward(dev, op, grad_out_host, is_extreme(op) ? want.arg : std::vector<std::int64_t>(count)));
   }
   REQUIRE_THROWS_WITH(x.reduce_backward(ReduceOp::kMin, grad_out), Catch::Contains("needs the arg indices"));
   const DeviceBuffer<bfloat16> short_grad(static_cast<std::size_t>(count - 1));

@@ -277,7 +277,8 @@ TEMPLATE_TEST_CASE("segment_softmax on the device: NaN and masked (-inf) inputs"
           // Mask (-inf) about 20% of the entries, but never the first of a sequence: a fully masked column has no
           // maximum and is left to the NaN case.
           for (std::int64_t i = 1; i < length; ++i)
-            if (masked(rng)) host.at(host.begin(b) + i, d) = test::round_to<T>(-std::numeric_limits<double>::infinity());
+            if (masked(rng))
+              host.at(host.begin(b) + i, d) = test::round_to<T>(-std::numeric_limits<double>::infinity());
           if (column_has_nan(rng)) host.at(row(rng), d) = test::round_to<T>(std::numeric_limits<double>::quiet_NaN());
         }
       }
@@ -318,7 +319,8 @@ TEMPLATE_TEST_CASE("segment_softmax on the device: fully masked columns and a Na
       if (masked >= 0)
         for (std::int64_t i = 0; i < length; ++i) host.at(host.begin(b) + i, masked) = neg_inf;
       if (with_nan >= 0) {
-        for (std::int64_t i = first; i < std::min(length, first + chunk); ++i) host.at(host.begin(b) + i, with_nan) = neg_inf;
+        for (std::int64_t i = first; i < std::min(length, first + chunk); ++i)
+          host.at(host.begin(b) + i, with_nan) = neg_inf;
         host.at(host.begin(b) + nan_at, with_nan) = nan;
       }
     }
@@ -435,7 +437,8 @@ TEMPLATE_TEST_CASE("segment_softmax: merges staged in shared memory give the reg
   }
   // The first-pass kernel's shared memory past 48 KB (the plan, then the staging; the launcher raises the limit)
   // and the staging alone after CUB's plan (past 131,072 rows), with rows of 17 chunks at D = 8.
-  const std::int64_t chunk = detail::make_softmax_geometry(8, static_cast<int>(16 / sizeof(T)), sizeof(T), false).chunk_tokens;
+  const std::int64_t chunk =
+      detail::make_softmax_geometry(8, static_cast<int>(16 / sizeof(T)), sizeof(T), false).chunk_tokens;
   for (std::int64_t batch : {86500, 100000, 140000}) {
     INFO("batch " << batch << ", inner 8");
     const auto host = test::random_ragged<T, OffsetT>(many_rows_few_long(rng, batch, 17 * chunk + 5), 8, rng);
@@ -827,6 +830,7 @@ TEST_CASE("RaggedTensor::softmax and softmax_backward give the low-level results
     REQUIRE(dx.offsets_to_host() == host.offsets);
     REQUIRE_BITWISE_EQUAL(dx.values_to_host(), device_softmax_backward(dev, log, want_y, dy));
   }
-  const auto other = RaggedTensor<half, std::int32_t>::from_host(std::vector<half>(10, test::from_double<half>(1.0)), {2}, {5});
+  const auto other =
+      RaggedTensor<half, std::int32_t>::from_host(std::vector<half>(10, test::from_double<half>(1.0)), {2}, {5});
   REQUIRE_THROWS_WITH(x.softmax(false).softmax_backward(other), Catch::Contains("grad_out is [2 tokens of 1"));
 }

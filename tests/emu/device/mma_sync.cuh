@@ -12,8 +12,12 @@ namespace ragged {
 namespace detail {
 namespace emu_mma {
 
-inline float lo(unsigned r, bool bf16) { return bf16 ? __bfloat162float(__ushort_as_bfloat16(r & 0xffffu)) : __half2float(__ushort_as_half(r & 0xffffu)); }
-inline float hi(unsigned r, bool bf16) { return bf16 ? __bfloat162float(__ushort_as_bfloat16(r >> 16)) : __half2float(__ushort_as_half(r >> 16)); }
+inline float lo(unsigned r, bool bf16) {
+  return bf16 ? __bfloat162float(__ushort_as_bfloat16(r & 0xffffu)) : __half2float(__ushort_as_half(r & 0xffffu));
+}
+inline float hi(unsigned r, bool bf16) {
+  return bf16 ? __bfloat162float(__ushort_as_bfloat16(r >> 16)) : __half2float(__ushort_as_half(r >> 16));
+}
 
 struct LdmatrixIo {
   unsigned address;
@@ -34,7 +38,8 @@ void ldmatrix(void* const* io) {
         return static_cast<unsigned>(e);
       };
       const int g = l / 4, t = l % 4;
-      out[l][m] = kTrans ? element(2 * t, g) | element(2 * t + 1, g) << 16 : element(g, 2 * t) | element(g, 2 * t + 1) << 16;
+      out[l][m] =
+          kTrans ? element(2 * t, g) | element(2 * t + 1, g) << 16 : element(g, 2 * t) | element(g, 2 * t + 1) << 16;
     }
   }
   for (int l = 0; l < 32; ++l)
