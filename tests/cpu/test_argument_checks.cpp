@@ -99,6 +99,8 @@ TEST_CASE("offsets ops reject bad arguments before any CUDA call", "[offsets][er
                   Status::kInvalidArgument, "offsets is not aligned");
     REQUIRE_FAILS(lengths_to_offsets(nullptr, bytes, shifted(lengths, 2), 2, offsets, nullptr, nullptr),
                   Status::kInvalidArgument, "lengths is not aligned");
+    REQUIRE_FAILS(lengths_to_offsets(nullptr, bytes, lengths, 2, offsets, shifted(&check, 2), nullptr),
+                  Status::kInvalidArgument, "check is not aligned");
   }
   SECTION("offsets_to_lengths") {
     REQUIRE_FAILS((offsets_to_lengths<std::int32_t, std::int32_t>(nullptr, bytes, nullptr, 0, lengths, nullptr)),
@@ -296,6 +298,16 @@ TEST_CASE("conversions reject bad arguments and name them", "[convert][errors]")
   r = rdst;
   r.offsets = shifted(r.offsets, 1);
   REQUIRE_FAILS(to_ragged(psrc, r), Status::kInvalidArgument, "dst.offsets is not aligned");
+  r = rdst;
+  r.nnz = -1;
+  REQUIRE_FAILS(to_ragged(psrc, r), Status::kInvalidArgument, "dst.nnz");
+  r = rdst;
+  r.inner = -2;
+  REQUIRE_FAILS(to_ragged(psrc, r), Status::kInvalidArgument, "dst.inner");
+  REQUIRE_FAILS(padded_to_ragged(nullptr, bytes, psrc, rdst, 0.0f, static_cast<Align>(2), Truncate::kRight, nullptr),
+                Status::kInvalidArgument, "align");
+  REQUIRE_FAILS(padded_to_ragged(nullptr, bytes, psrc, rdst, 0.0f, Align::kRight, static_cast<Truncate>(5), nullptr),
+                Status::kInvalidArgument, "trunc");
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -784,6 +796,12 @@ TEST_CASE("attention rejects bad arguments", "[attention][errors]") {
       {"lse not aligned", Status::kInvalidArgument, "lse is not aligned", [](auto& a) { a.lse = shifted(a.lse, 2); }},
       {"rows * heads * head_dim overflows", Status::kSizeOverflow, "q has too many elements",
        [](auto& a) { a.q_seq.rows = kInt64Max / 64; }},
+      {"k rows * heads * head_dim overflows", Status::kSizeOverflow, "k has too many elements",
+       [](auto& a) { a.k_seq.rows = kInt64Max / 64; }},
+      {"the last head's offset overflows", Status::kSizeOverflow, "q: heads * head_stride overflows",
+       [](auto& a) { a.q.head_stride = std::int64_t{1} << 61; }},
+      {"the last token's offset overflows", Status::kSizeOverflow, "k: rows * token_stride overflows",
+       [](auto& a) { a.k.token_stride = std::int64_t{1} << 60; }},
       {"token stride not a multiple of 8 halves", Status::kInvalidArgument, "k: token_stride",
        [](auto& a) { a.k.token_stride = 132; }},
       {"negative head stride", Status::kInvalidArgument, "v: strides", [](auto& a) { a.v.head_stride = -64; }},

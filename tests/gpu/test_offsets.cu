@@ -245,7 +245,7 @@ TEMPLATE_TEST_CASE("offsets ops with grids of one and three blocks match the hos
   // grid in one round here; capped at 1 or 3 blocks (set_grid_cap) each thread takes many sequences, and the
   // first failure must still be the lowest index whichever round found it.
   using OffsetT = TestType;
-  auto rng = test::make_rng(13);
+  auto rng = test::make_rng(14);
   const test::RestoreGridCap restore;
   std::uniform_int_distribution<std::int64_t> length(0, 50);
   std::vector<std::int64_t> lengths(5000);
@@ -281,7 +281,8 @@ TEMPLATE_TEST_CASE("offsets ops with grids of one and three blocks match the hos
 
 // The other argument errors are checked without a GPU in tests/cpu/test_argument_checks.cpp; this one needs the
 // query, which asks CUB for its temp size.
-TEST_CASE("lengths_to_offsets refuses a workspace smaller than the query returned", "[offsets][gpu][errors]") {
+TEST_CASE("lengths_to_offsets and max_length refuse a workspace smaller than the query returned",
+          "[offsets][gpu][errors]") {
   std::size_t bytes = 0;
   DeviceBuffer<std::int32_t> d_offsets(3);
   DeviceBuffer<std::int32_t> d_lengths(std::vector<std::int32_t>{1, 2});
@@ -291,6 +292,18 @@ TEST_CASE("lengths_to_offsets refuses a workspace smaller than the query returne
   std::size_t too_small = bytes - 1;
   REQUIRE(lengths_to_offsets(ws.data(), too_small, d_lengths.data(), 2, d_offsets.data(), nullptr, nullptr) ==
           Status::kWorkspaceTooSmall);
+
+  const DeviceBuffer<std::int64_t> offsets(std::vector<std::int64_t>{0, 3, 3, 7});
+  DeviceBuffer<std::int64_t> d_max(1);
+  REQUIRE_OK(max_length(nullptr, bytes, offsets.data(), 3, d_max.data(), nullptr));
+  REQUIRE(bytes > 0);
+  DeviceBuffer<unsigned char> max_ws(bytes);
+  too_small = bytes - 1;
+  REQUIRE(max_length(max_ws.data(), too_small, offsets.data(), 3, d_max.data(), nullptr) ==
+          Status::kWorkspaceTooSmall);
+  REQUIRE_OK(max_length(max_ws.data(), bytes, offsets.data(), 3, d_max.data(), nullptr));
+  REQUIRE_CUDA(cudaDeviceSynchronize());
+  REQUIRE(d_max.to_host()[0] == 4);
 }
 
 TEST_CASE("lengths_to_offsets can be captured in a CUDA graph and replayed", "[offsets][gpu][graph]") {
