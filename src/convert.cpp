@@ -27,6 +27,9 @@ Status check_ragged(const RaggedView<T, OffsetT>& view, const std::string& name)
   RAGGED_RETURN_IF_ERROR(detail::check_batch(view.batch, (name + ".batch").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(view.nnz, (name + ".nnz").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(view.inner, (name + ".inner").c_str()));
+  // The row's bytes on their own: with nnz = 0 the product below does not bound inner, and the launch computes
+  // inner * sizeof(T).
+  RAGGED_RETURN_IF_ERROR(detail::check_product(view.inner, 1, 1, sizeof(T), (name + ".inner").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_product(view.nnz, view.inner, 1, sizeof(T), (name + ".values").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(view.values, view.nnz * view.inner, (name + ".values").c_str()));
   return detail::check_pointer(view.offsets, view.batch + 1, (name + ".offsets").c_str());
@@ -37,6 +40,7 @@ Status check_padded(const PaddedView<T>& view, const std::string& name) {
   RAGGED_RETURN_IF_ERROR(detail::check_batch(view.batch, (name + ".batch").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(view.max_len, (name + ".max_len").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(view.inner, (name + ".inner").c_str()));
+  RAGGED_RETURN_IF_ERROR(detail::check_product(view.inner, 1, 1, sizeof(T), (name + ".inner").c_str()));  // as above
   RAGGED_RETURN_IF_ERROR(
       detail::check_product(view.batch, view.max_len, view.inner, sizeof(T), (name + ".data").c_str()));
   return detail::check_pointer(view.data, view.batch * view.max_len * view.inner, (name + ".data").c_str());

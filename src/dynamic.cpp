@@ -23,14 +23,28 @@ Status unsupported(const char* op, const char* what, DType dtype) {
   return fail(Status::kUnsupportedDType, std::string(op) + ": no kernel for " + what + " " + dtype_name(dtype));
 }
 
+// v rounded to float, to nearest even: static_cast<float> is undefined for a finite v past float's range, which
+// rounds to +-FLT_MAX up to half an ulp (2^103) past it and to an infinity beyond.
+float round_to_float(double v) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  if (std::isfinite(v) && std::fabs(v) > kMax) {
+    const bool to_infinity = std::fabs(v) >= kMax + std::ldexp(1.0, 103);
+    const float magnitude = to_infinity ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::max();
+    return std::signbit(v) ? -magnitude : magnitude;
+  }
+  return static_cast<float>(v);
+}
+
 // The pad / fill value in the element type. An integer type takes it truncated toward zero; a value it cannot
 // hold (NaN, an infinity, out of range) is refused, where static_cast would be undefined behaviour.
 template <typename T>
 Status convert_scalar(double v, const char* op, const char* name, DType dtype, T& out) {
   if constexpr (std::is_same<T, half>::value) {
-    out = __float2half(static_cast<float>(v));
+    out = __double2half(v);  // rounded once, as the CPU references round (through float it would be twice)
   } else if constexpr (std::is_same<T, bfloat16>::value) {
-    out = __float2bfloat16(static_cast<float>(v));
+    out = __double2bfloat16(v);
+  } else if constexpr (std::is_same<T, float>::value) {
+    out = round_to_float(v);
   } else if constexpr (std::is_same<T, bool>::value) {
     out = v != 0.0;
   } else if constexpr (std::is_integral<T>::value) {

@@ -45,6 +45,8 @@ Status check_move_args(const RaggedView<T, OffsetT>& ragged, const char* name, c
   RAGGED_RETURN_IF_ERROR(detail::check_batch(ragged.batch, (view + ".batch").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(ragged.nnz, (view + ".nnz").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(ragged.inner, (view + ".inner").c_str()));
+  // The row's bytes on their own (the launch's row size): with nnz = 0 the element count does not bound them.
+  RAGGED_RETURN_IF_ERROR(detail::check_product(ragged.inner, 1, 1, sizeof(T), (view + ".inner").c_str()));
   RAGGED_RETURN_IF_ERROR(check_max_steps(layout.max_steps));
   RAGGED_RETURN_IF_ERROR(detail::check_equal(ragged.batch, layout.batch, (view + ".batch and layout.batch").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_product(ragged.nnz, ragged.inner, 1, sizeof(T), name));

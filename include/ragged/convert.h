@@ -27,7 +27,8 @@ Status ragged_to_padded(void* d_workspace, std::size_t& workspace_bytes, RaggedV
 
 // The inverse: dst's token t of sequence b takes the padded slot that ragged_to_padded would have put it in.
 // Tokens that the padded tensor cannot hold (a sequence longer than src.max_len, with the same `trunc` rule)
-// are written with `fill`, so every element of dst[0, offsets[batch]) is written.
+// are written with `fill`, so every element of dst[offsets[0], offsets[batch]) is written (rows before
+// offsets[0] are left alone).
 template <typename T, typename OffsetT>
 Status padded_to_ragged(void* d_workspace, std::size_t& workspace_bytes, PaddedView<const T> src,
                         RaggedView<T, OffsetT> dst, T fill, Align align, Truncate trunc, cudaStream_t stream);

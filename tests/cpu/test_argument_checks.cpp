@@ -249,6 +249,15 @@ TEST_CASE("conversions reject bad arguments and name them", "[convert][errors]")
   s = src;
   s.batch = kMaxBatch + 1;
   REQUIRE_FAILS(to_padded(s, dst), Status::kSizeOverflow, "src.batch");
+  // No tokens and no slots, but rows whose bytes (inner * 4) overflow: the launch computes them, so they are
+  // checked on their own.
+  s = src;
+  s.nnz = 0;
+  s.inner = kInt64Max / 2;
+  d = dst;
+  d.max_len = 0;
+  d.inner = s.inner;
+  REQUIRE_FAILS(to_padded(s, d), Status::kSizeOverflow, "src.inner");
 
   // Typed pointers not aligned to their element, and enum values out of range.
   s = src;
@@ -468,6 +477,11 @@ TEST_CASE("packing bad arguments are refused with a message naming them", "[pack
   bad.nnz = kInt64Max / 2;
   bad.inner = 4;
   REQUIRE_FAILS(pack(bad, good, packed), Status::kSizeOverflow, "src");
+  // No tokens, but rows whose bytes (inner * 4) overflow: the row size is checked on its own.
+  bad = src;
+  bad.nnz = 0;
+  bad.inner = kInt64Max / 2;
+  REQUIRE_FAILS(pack(bad, good, packed), Status::kSizeOverflow, "src.inner");
   bad = src;
   bad.batch = kInt64Max;
   layout = good;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "../../kernels/fast_divmod.h"
@@ -79,4 +80,20 @@ TEST_CASE("Divisor and divmod_nonnegative equal division on both sides of 2^32",
       REQUIRE(divisor.div_up(n) == n / d + (n % d != 0 ? 1 : 0));
     }
   }
+}
+
+TEST_CASE("with_divider takes the 32-bit divider only where every dividend fits 32 bits", "[divmod]") {
+  // The dividends are the indices below `total`: up to 2^32 - 1 of them fit; a test can force the 64-bit path.
+  auto is_32bit = [](std::int64_t total, bool allow) {
+    return ragged::detail::with_divider(total, 3, allow, [](auto divider) {
+      return std::is_same<decltype(divider), FastDivmodU32>::value;
+    });
+  };
+  const std::int64_t two32 = std::int64_t{1} << 32;
+  REQUIRE(is_32bit(1, true));
+  REQUIRE(is_32bit(two32 - 1, true));
+  REQUIRE_FALSE(is_32bit(two32, true));
+  REQUIRE_FALSE(is_32bit(std::int64_t{1} << 40, true));
+  REQUIRE_FALSE(is_32bit(two32 - 1, false));
+  REQUIRE_FALSE(is_32bit(1, false));
 }

@@ -1,6 +1,11 @@
 // The run-time typed entry points give bitwise the same results as the typed ops they dispatch to.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
 #include "common/test_util.h"
 #include "ragged/attention.h"
 #include "ragged/convert.h"
@@ -54,6 +59,46 @@ TEST_CASE("dynamic dispatch matches the typed ops", "[dynamic][gpu]") {
   }));
   REQUIRE_BITWISE_EQUAL(max_dynamic.to_host(), max_typed.to_host());
   REQUIRE(arg_dynamic.to_host() == arg_typed.to_host());
+}
+
+TEST_CASE("dynamic pad values are rounded once from double, as the references round", "[dynamic][gpu]") {
+  // One token, one padded slot: the slot holds the pad value as the op converted it. Through float first, the
+  // half and bfloat16 values below would round twice (to 1.0); a float past FLT_MAX must not be undefined.
+  const std::vector<std::int32_t> offsets{0, 1};
+  DeviceBuffer<std::int32_t> d_offsets(offsets);
+  auto padded_slot = [&](DType dtype, const void* token, std::size_t elem_bytes, double pad) {
+    DeviceBuffer<unsigned char> d_token(std::vector<unsigned char>(static_cast<const unsigned char*>(token),
+                                                                   static_cast<const unsigned char*>(token) +
+                                                                       elem_bytes));
+    DeviceBuffer<unsigned char> padded(2 * elem_bytes);
+    padded.fill_bytes(0x5a);
+    const dynamic::RaggedDesc desc{dtype, DType::kInt32, d_token.data(), d_offsets.data(), 1, 1, 1};
+    REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+      return dynamic::ragged_to_padded(p, bytes, desc, padded.data(), 2, pad, Align::kLeft, Truncate::kRight,
+                                       nullptr);
+    }));
+    const std::vector<unsigned char> got = padded.to_host();
+    REQUIRE(std::equal(got.begin(), got.begin() + elem_bytes, static_cast<const unsigned char*>(token)));
+    return std::vector<unsigned char>(got.begin() + elem_bytes, got.end());
+  };
+  auto bytes_of = [](const auto& v) {
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(&v);
+    return std::vector<unsigned char>(b, b + sizeof(v));
+  };
+  const half h_token = __float2half(0.25f);
+  const double h_pad = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -30);
+  REQUIRE(padded_slot(DType::kFloat16, &h_token, 2, h_pad) == bytes_of(__double2half(h_pad)));
+  REQUIRE(__half2float(__double2half(h_pad)) == 1.0009765625f);
+  const bfloat16 b_token = __float2bfloat16(0.25f);
+  const double b_pad = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30);
+  REQUIRE(padded_slot(DType::kBFloat16, &b_token, 2, b_pad) == bytes_of(__double2bfloat16(b_pad)));
+  REQUIRE(__bfloat162float(__double2bfloat16(b_pad)) == 1.0078125f);
+  const float f_token = 0.25f;
+  constexpr float kInf = std::numeric_limits<float>::infinity(), kMax = std::numeric_limits<float>::max();
+  REQUIRE(padded_slot(DType::kFloat32, &f_token, 4, 1e300) == bytes_of(kInf));
+  REQUIRE(padded_slot(DType::kFloat32, &f_token, 4, -1e300) == bytes_of(-kInf));
+  // Less than half an ulp (2^103) past FLT_MAX rounds to it.
+  REQUIRE(padded_slot(DType::kFloat32, &f_token, 4, double{kMax} + std::ldexp(1.0, 102)) == bytes_of(kMax));
 }
 
 TEST_CASE("dynamic backward passes and masks match the typed ops", "[dynamic][gpu]") {
