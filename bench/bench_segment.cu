@@ -124,7 +124,7 @@ double floor_bytes(const SegCase& s) {
     case SegOp::kMax: return values + offsets + per_row * elem;
     case SegOp::kArgMax: return values + offsets + per_row * (elem + sizeof(std::int64_t));
     // Issue 3's softmax floor: one read and one write of the values, the offsets not counted (at a mean length
-    // of 2 and D = 1 they would be a third of the bytes, and copy_frac would credit reading them).
+    // of 2 and D = 1 they would be a third of the bytes in bfloat16, and copy_frac would credit reading them).
     case SegOp::kSoftmax:
     case SegOp::kLogSoftmax: return 2.0 * values;
     case SegOp::kSumBackward: return values + offsets + per_row * elem;  // read dy, write dx
