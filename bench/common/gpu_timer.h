@@ -87,9 +87,10 @@ enum class WriteBack {
 // one that enqueues about as long as the event time (hundreds of launches, one per RNN step) may be what sets it.
 // Counter drained_us (WriteBack::kDrained): the event time plus the write-back of what the op left dirty in L2
 // (GpuTimer::enqueue_drain). Why: after a clean flush an op's last writes, up to the L2's size (50 MB on an
-// H100), can still sit in L2 at the stop event, so an op that writes its input's size (softmax, backward
-// passes) is timed without part of its DRAM traffic; the copy rate copy_frac divides by pays it in full (its
-// back-to-back copies each write back what the one before left).
+// H100), can still sit in L2 at the stop event, so an op that writes (softmax and backward passes write their
+// input's size, a reduction of tiny rows a quarter of its bytes) is timed without part of its DRAM traffic; the
+// copy rate copy_frac divides by pays it in full (its back-to-back copies each write back what the one before
+// left).
 // `prime(cudaStream_t)` (returns ragged::Status) is enqueued after each flush, before the start event, untimed:
 // device_reduce's `/code:warm` rows run the same op on other buffers of the same size there, so that the timed
 // op finds its kernels' code in L2 (the flush evicts it with everything else) while its own data is still cold.
