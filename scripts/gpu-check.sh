@@ -29,7 +29,8 @@
 #   RAGGED_BUILD_DIR           build folder (default: build)
 #   RAGGED_SANITIZER_FILTER    Catch2 test spec passed to the GPU tests under the sanitizers (default: all)
 #   RAGGED_SANITIZER_TOOLS     tools to run (default: "memcheck racecheck initcheck synccheck")
-#   RAGGED_SANITIZER_PROGRAMS  GPU test programs to run under them, by name (default: every gpu_test_*), e.g.
+#   RAGGED_SANITIZER_PROGRAMS  GPU test programs to run under them, by name and in that order (default: every
+#                              gpu_test_*, by name), e.g.
 #                              "gpu_test_segment_softmax gpu_test_rnn" for a short call on what a change touched
 #   RAGGED_SANITIZER_JOBS      sanitizer runs at once (default: the CPU count; they are mostly CPU-bound)
 #   RAGGED_SANITIZER_SPLIT_TOOLS  tools that run each test case as its own run (default: "memcheck racecheck
@@ -49,16 +50,16 @@
 #   RAGGED_BENCH_TIMEOUT       seconds per benchmark suite (default: 150)
 #   RAGGED_BENCH_ARGS          extra arguments for ragged_bench (e.g. --benchmark_filter=/tile:)
 #   RAGGED_BENCH_AB            library switches to A/B in the same run, NAME=VALUE words (default:
-#                              "RAGGED_SEGMENT_ROW_PREFETCH=0 RAGGED_CONVERT_TOKEN_GROUPS=0
-#                              RAGGED_SEGMENT_WARP_ROWS=0 RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
+#                              "RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_ROW_PREFETCH=0
+#                              RAGGED_SEGMENT_WARP_ROWS=0 RAGGED_CONVERT_TOKEN_GROUPS=0 RAGGED_SEGMENT_SUBWARP_ROWS=0
 #                              RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0 RAGGED_SEGMENT_BLOCK_ROWS=0
 #                              RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0",
-#                              newest first; "none"
+#                              the never-timed first; "none"
 #                              for none): after the PyTorch comparisons, RAGGED_BENCH_AB_SUITES run again with each
 #                              set, their benchmarks merged into bench.json as <name>/with:NAME=VALUE, and the targets
 #                              report gives each one's time against the default run's
 #   RAGGED_BENCH_AB_SUITES     suites of those runs (default: convert_gpu for the RAGGED_CONVERT_* switches,
-#                              segment_gpu for the others)
+#                              segment_gpu for the others, each only where RAGGED_BENCH_SUITES has it)
 #   RAGGED_BENCH_AB_FILTER     --benchmark_filter of every one of those runs ("all": none; a --benchmark_filter in
 #                              RAGGED_BENCH_ARGS is used instead). Default: the ragged rows the switch can move
 #                              (ab_filter below), since the A/B table compares ragged rows only and a library switch
@@ -106,19 +107,20 @@ for comparison in $torch_comparisons; do
 done
 bench_suites=${RAGGED_BENCH_SUITES:-convert_gpu segment_gpu attention_gpu rnn_gpu planner convert_cpu}
 deadline=${RAGGED_DEADLINE:-560}
-# Newest first: a run that reaches its deadline drops the last ones.
-default_ab="RAGGED_SEGMENT_ROW_PREFETCH=0 RAGGED_CONVERT_TOKEN_GROUPS=0 RAGGED_SEGMENT_WARP_ROWS=0
-RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_SUBWARP_ROWS=0 RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0
+# Never timed first (staged merges, the row passes' prefetch, warp rows, token groups: added after the 087a77a run),
+# then those that run timed: a run that reaches its deadline drops the last ones.
+default_ab="RAGGED_SEGMENT_STAGED_MERGES=0 RAGGED_SEGMENT_ROW_PREFETCH=0 RAGGED_SEGMENT_WARP_ROWS=0
+RAGGED_CONVERT_TOKEN_GROUPS=0 RAGGED_SEGMENT_SUBWARP_ROWS=0 RAGGED_SEGMENT_SCALAR_ROWS=0 RAGGED_SEGMENT_STREAM=0
 RAGGED_SEGMENT_BLOCK_ROWS=0 RAGGED_DEPENDENT_LAUNCH=0 RAGGED_SEGMENT_PREFETCH=0"
 bench_ab=${RAGGED_BENCH_AB:-$default_ab}
 if [ "$bench_ab" = none ]; then bench_ab=""; fi
 # ab_suites SETTING: the suites of SETTING's A/B runs.
 ab_suites() {
   if [ -n "${RAGGED_BENCH_AB_SUITES:-}" ]; then echo "$RAGGED_BENCH_AB_SUITES"; return; fi
-  case "$1" in
-    RAGGED_CONVERT_*) echo convert_gpu ;;
-    *) echo segment_gpu ;;
-  esac
+  local suite=segment_gpu
+  case "$1" in RAGGED_CONVERT_*) suite=convert_gpu ;; esac
+  # Only a suite this call times: the report compares an A/B run with the default run's rows.
+  if [[ " $(echo $bench_suites) " == *" $suite "* ]]; then echo "$suite"; fi
 }
 # ab_filter SETTING: the --benchmark_filter of SETTING's A/B run (empty: every benchmark). By default the ragged
 # rows SETTING can move: the conversions at D = 1 for the token groups (bench_convert.cu's names); in the segment
@@ -174,7 +176,7 @@ write_summary() {  # write_summary [final]: rewritten after every step, so a che
   else
     state="in progress ($failures failure(s) so far)"
   fi
-  if [ "$cut" -gt 0 ]; then state="$state; $cut step(s) not run (deadline)"; fi
+  if [ "$cut" -gt 0 ]; then state="$state; $cut step(s) not run or cut short (deadline)"; fi
   {
     echo "# ragged GPU check"
     echo
@@ -208,8 +210,10 @@ record() {
   case "$2" in
     pass | "not run (no case matches the filter)" | "not run (not asked)") ;;
     # A step the deadline left no time for is planned (the last A/B runs, usually), not a failure: the
-    # verdict counts it apart. A step cut while it ran keeps its FAIL (exit code 124).
-    "not run (deadline)") cut=$((cut + 1)) ;;
+    # verdict counts it apart; so is a benchmark run the deadline stopped, its limit cut below
+    # RAGGED_BENCH_TIMEOUT when it started (what it finished is kept). A step that reached its own full limit
+    # fails (exit code 124).
+    "not run (deadline)" | "cut short (deadline)") cut=$((cut + 1)) ;;
     *) failures=$((failures + 1)) ;;
   esac
   write_summary
@@ -245,15 +249,18 @@ bench_suite() {  # bench_suite FOLDER SUITE [SETTING]
   errors=$(grep -c '"error_occurred": true' "$folder/$key.json" 2>/dev/null || true)
   what="$label (${errors:-0} with errors)"
   if [ "${errors:-0}" -gt 0 ] && [ "$rc" -eq 0 ]; then rc=1; fi
+  local result
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
     what="$label (timed out after ${limit}s: the benchmarks it finished are kept)"
+    # Stopped by the call's plan, not by its own slowness (see record).
+    if [ "$limit" -lt "$bench_timeout" ] && [ "${errors:-0}" -eq 0 ]; then result="cut short (deadline)"; fi
   fi
   # On a GPU machine the GPU suites must have run.
   if [[ "$suite" == *_gpu ]] && grep -q "No CUDA device found" "$out/bench.log"; then
     what="$label (no CUDA device: skipped)"
     if [ "$rc" -eq 0 ]; then rc=1; fi
   fi
-  record "$what" "$(verdict "$rc")" "$rc" "bench.json, bench.log"
+  record "$what" "${result:-$(verdict "$rc")}" "$rc" "bench.json, bench.log"
 }
 
 # ---- device description --------------------------------------------------------------------------------
@@ -287,11 +294,17 @@ if [ "$configure_rc" -eq 0 ]; then
     # --timeout 180: a test that hangs (a kernel that never ran on a GPU before) costs 180 s, not the whole step;
     # the slowest took 68 s on the H200 (gpu_test_segment_softmax, a910134). -k: SIGKILL 10 s after a SIGTERM
     # that did not end it.
-    timeout -k 10 "$ctest_limit" ctest --test-dir "$build" --output-on-failure -j 4 --timeout 180 \
-      >"$out/ctest.log" 2>&1 || ctest_rc=$?
+    # The tests see the environment CI gives them: this call's RAGGED_* settings (RAGGED_BENCH_SUITES for the
+    # benchmark steps, RAGGED_PROFILE_SECONDS for gpu-session.sh, ...) would change what the bench and script
+    # tests run and expect. RAGGED_TEST_* (the tests' own knobs) stay.
+    ctest_env=()
+    for name in $(compgen -e | grep '^RAGGED_' | grep -v '^RAGGED_TEST_' || true); do ctest_env+=(-u "$name"); done
+    timeout -k 10 "$ctest_limit" env ${ctest_env[@]+"${ctest_env[@]}"} ctest --test-dir "$build" \
+      --output-on-failure -j 4 --timeout 180 >"$out/ctest.log" 2>&1 || ctest_rc=$?
     ctest_line=$(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1 || true)
-    # GPU tests skip (exit 77) when they see no device; on this machine a skip is a failure.
-    skipped=$(grep -c '\*\*\*Skipped' "$out/ctest.log" || true)
+    # GPU tests skip (exit 77) when they see no device; on this machine a skip is a failure. torch_reference
+    # (a CPU test) skips where python3 cannot import torch, which says nothing about the GPU.
+    skipped=$(grep '\*\*\*Skipped' "$out/ctest.log" | grep -vc ' torch_reference ' || true)
     if [ "${skipped:-0}" -gt 0 ]; then
       ctest_line="$ctest_line; $skipped skipped"
       if [ "$ctest_rc" -eq 0 ]; then ctest_rc=77; fi
@@ -306,7 +319,12 @@ if [ "$configure_rc" -eq 0 ]; then
   elif [ "${RAGGED_SKIP_BENCH:-0}" != "1" ]; then
     : >"$out/bench.log"
     suite_json=$(mktemp -d)
-    for suite in $bench_suites; do bench_suite "$suite_json" "$suite" || true; done
+    for suite in $bench_suites; do
+      bench_suite "$suite_json" "$suite" || true
+      # Also after every suite (quietly: the last merge below reports), so that a call stopped from outside
+      # still brings back what ran.
+      python3 scripts/merge_bench_json.py "$out/bench.json" "$suite_json" $bench_suites >/dev/null 2>&1 || true
+    done
     # One bench.json: the first suite's context, every suite's benchmarks; a suite cut short by its timeout keeps
     # the benchmarks it finished (ragged_bench flushes its JSON after each one).
     python3 scripts/merge_bench_json.py "$out/bench.json" "$suite_json" $bench_suites >>"$out/bench.log" 2>&1 || true
@@ -405,12 +423,14 @@ if [ "$configure_rc" -eq 0 ]; then
 
   # ---- GPU tests under compute-sanitizer ------------------------------------------------------------------
   mapfile -t gpu_tests < <(find "$build/tests" -maxdepth 1 -type f -name 'gpu_test_*' -perm -u+x | sort)
-  if [ -n "${RAGGED_SANITIZER_PROGRAMS:-}" ]; then  # only the named programs, e.g. those a change touched
+  if [ -n "${RAGGED_SANITIZER_PROGRAMS:-}" ]; then  # only the named programs (those a change touched), in that order
     picked=()
-    for test in "${gpu_tests[@]}"; do
-      if [[ " $RAGGED_SANITIZER_PROGRAMS " == *" $(basename "$test") "* ]]; then picked+=("$test"); fi
+    for wanted in $RAGGED_SANITIZER_PROGRAMS; do
+      for test in "${gpu_tests[@]}"; do
+        if [ "$(basename "$test")" = "$wanted" ]; then picked+=("$test"); fi
+      done
     done
-    gpu_tests=("${picked[@]}")
+    gpu_tests=(${picked[@]+"${picked[@]}"})
   fi
   if [ "${RAGGED_SKIP_SANITIZERS:-0}" = "1" ]; then
     echo "compute-sanitizer runs skipped (RAGGED_SKIP_SANITIZERS=1)" >"$out/sanitizers.log"
@@ -468,14 +488,18 @@ if [ "$configure_rc" -eq 0 ]; then
         "$test" "${args[@]}" >"$runs/$key.log" 2>&1 || rc=$?
       echo $((SECONDS - began)) >"$runs/$key.secs"  # each run's seconds, to plan the next call's budget by
       echo "$rc" >"$runs/$key.rc"
+      # A line in $OUT as each run ends (one short append: whole even with runs ending together), so that a call
+      # stopped from outside before the sections below are written still says what ran and how it ended.
+      echo "finished: $tool $(basename "$test") [${5:-all cases}] rc=$rc $((SECONDS - began))s" >>"$out/sanitizers.log"
     }
     # What a run the deadline cut short had already found, from its log: 86 for a sanitizer report, 1 for a failed
     # Catch2 check other than the kill itself (Catch2 reports the SIGTERM as one more failure), else 0.
     cut_run_findings() {  # cut_run_findings LOG
       local log=$1 failures kills
-      # Any sanitizer line but the banner and clean summaries belongs to a report.
-      if grep -E '^========= ' "$log" | grep -qvE \
-        '^========= (COMPUTE-SANITIZER|ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed)'; then
+      # Any sanitizer line but the banner and clean summaries belongs to a report. One awk, not grep | grep -q:
+      # under pipefail the first grep's SIGPIPE, when grep -q stops reading a long log early, read as "none".
+      local clean='^========= (COMPUTE-SANITIZER|ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed)'
+      if awk -v clean="$clean" '/^========= / && $0 !~ clean { found = 1; exit } END { exit !found }' "$log"; then
         echo 86; return
       fi
       failures=$(grep -c 'FAILED:' "$log" || true)
@@ -534,7 +558,8 @@ if [ "$configure_rc" -eq 0 ]; then
           continue
         fi
         matched=$((matched + 1))
-        worst=0 not_run=0 cut=0 timed_out=0 errors=0 failed=0 limit="" slowest=0
+        # cut_runs, not cut: that one counts the summary's steps the deadline stopped (record, write_summary).
+        worst=0 not_run=0 cut_runs=0 timed_out=0 errors=0 failed=0 limit="" slowest=0
         {
           echo "=============================================================================================="
           echo "== $tool $name${filter:+ [filter: $filter]}: $cases run(s)"
@@ -553,7 +578,7 @@ if [ "$configure_rc" -eq 0 ]; then
               # plan, not by its own slowness: like a run the deadline never started, it is not a failure.
               # What it found before the kill still counts.
               if [ "$(cat "$runs/$key.limit")" -lt "$sanitizer_timeout" ]; then
-                cut=$((cut + 1))
+                cut_runs=$((cut_runs + 1))
                 verdict=$(cut_run_findings "$runs/$key.log")
                 case $verdict in
                   86) errors=$((errors + 1)) ;;
@@ -578,7 +603,7 @@ if [ "$configure_rc" -eq 0 ]; then
         if [ "$errors" -gt 0 ]; then note+=", $errors with sanitizer errors"; fi
         if [ "$timed_out" -gt 0 ]; then note+=", $timed_out timed out after ${limit}s"; fi
         if [ "$failed" -gt 0 ]; then note+=", $failed failed"; fi
-        if [ "$cut" -gt 0 ]; then note+=", $cut cut short by the deadline"; fi
+        if [ "$cut_runs" -gt 0 ]; then note+=", $cut_runs cut short by the deadline"; fi
         if [ "$not_run" -gt 0 ]; then note+=", $not_run not run (deadline)"; fi
         what="$tool $name"
         if [ "$cases" -gt 1 ]; then
@@ -586,7 +611,7 @@ if [ "$configure_rc" -eq 0 ]; then
         else
           what+=" (${slowest}s$note)"
         fi
-        if [ "$worst" = 0 ] && [ "$not_run" -eq 0 ] && [ "$cut" -eq 0 ]; then
+        if [ "$worst" = 0 ] && [ "$not_run" -eq 0 ] && [ "$cut_runs" -eq 0 ]; then
           record "$what" pass 0 "sanitizers.log"
         elif [ "$worst" = 0 ]; then
           record "$what" "not run (deadline)" "-" "sanitizers.log"

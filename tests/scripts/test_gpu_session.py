@@ -48,8 +48,9 @@ def session(work, **env):
         stubs[name] = os.path.join(work, name)
         with open(stubs[name], 'w') as f:
             f.write(text)
-    full = dict(os.environ, RAGGED_CHECK_SCRIPT=stubs['check.sh'], RAGGED_PROFILE_SCRIPT=stubs['profile.sh'])
-    full.pop('RAGGED_SKIP_SANITIZERS', None)
+    # None of the caller's RAGGED_* settings (a GPU session's RAGGED_PROFILE_SECONDS, say): the defaults are tested.
+    full = {k: v for k, v in os.environ.items() if not k.startswith('RAGGED_')}
+    full.update(RAGGED_CHECK_SCRIPT=stubs['check.sh'], RAGGED_PROFILE_SCRIPT=stubs['profile.sh'])
     full.update(env)
     run = subprocess.run(['bash', SCRIPT, out], cwd=ROOT, env=full, capture_output=True, text=True)
     return run, out
