@@ -295,9 +295,10 @@ RAGGED_HOST_DEVICE bool step_cursor(UnitCursor& c, std::int64_t u, std::int64_t 
 
 // Upper bound of the partial chunks over all rows for nnz rows of values: a row of several chunks has
 // length > chunk_tokens, so ceil(length / chunk_tokens) < 2 * length / chunk_tokens. Kernels still check
-// against this bound because malformed offsets can make clamped rows overlap.
+// against this bound because malformed offsets can make clamped rows overlap. No values, no partials: rows are
+// clamped to [0, nnz), so every row is empty (the + 1 made an empty op of a huge inner size ask for inner floats).
 inline std::int64_t max_partial_chunks(std::int64_t nnz, const SegmentGeometry& g) {
-  return 2 * nnz / g.chunk_tokens + 1;
+  return nnz == 0 ? 0 : 2 * nnz / g.chunk_tokens + 1;
 }
 
 // The merge tree of a (row, column tile) of `chunks` >= 2 chunks. Level 0 is the chunks' partials; node j of

@@ -2,6 +2,7 @@
 // default branch that returns an error).
 #include "ragged/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -68,6 +69,29 @@ Status check_heads(const void* data, std::int64_t token_stride, std::int64_t hea
   return Status::kSuccess;
 }
 
+// Whether two [token, head] rows of head_dim elements of O share an element: blocks of different heads or query
+// tiles would then race on it and O would depend on their order. Rows (t1, h1) and (t2, h2) overlap iff
+// |dt * token_stride + dh * head_stride| < head_dim for dt = t1 - t2, dh = h1 - h2, not both 0. For each dh >= 1
+// (dh < 0 is the same pair; dh = 0 needs token_stride >= head_dim) the expression grows with dt, so the dts on
+// either side of its root -dh * head_stride / token_stride <= 0, clamped to dt >= 1 - rows, are the ones to try.
+// check_heads has bounded (rows - 1) * token_stride and (heads - 1) * head_stride, and the sum adds a term <= 0.
+bool rows_overlap(std::int64_t token_stride, std::int64_t head_stride, std::int64_t rows, std::int64_t heads,
+                  std::int64_t head_dim) {
+  if (rows == 0) return false;
+  if (rows > 1 && token_stride < head_dim) return true;  // dh = 0, dt = 1
+  for (std::int64_t dh = 1; dh < heads; ++dh) {
+    const std::int64_t x = dh * head_stride;
+    if (x < head_dim) return true;  // dt = 0
+    if (rows == 1) continue;
+    const std::int64_t ceiling = -(x / token_stride);  // token_stride >= head_dim > 0 here
+    for (std::int64_t dt : {ceiling - 1, ceiling}) {
+      const std::int64_t d = x + std::max(dt, 1 - rows) * token_stride;
+      if (d > -head_dim && d < head_dim) return true;
+    }
+  }
+  return false;
+}
+
 // The tensor-core kernel's tile when the caller leaves it to us: 128 rows once the average sequence covers one
 // of them, else 64 (at most 63 wasted rows per sequence). Measured on an H100 (bf16, d128, docs/results/
 // 2026-11-24-*): 128 was the faster in every case, by 7-17% at 256 to 4096 rows per sequence on average and by
@@ -123,6 +147,14 @@ Status check_args(const AttentionArgs<T, OffsetT>& a) {
   RAGGED_RETURN_IF_ERROR(check_heads<T>(a.v.data, a.v.token_stride, a.v.head_stride, rk, a.heads_kv, d, "v"));
   RAGGED_RETURN_IF_ERROR(check_heads<T>(a.o.data, a.o.token_stride, a.o.head_stride, rq, a.heads_q, d, "o"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(a.lse, 0, "lse"));  // optional: null or aligned
+  if (rows_overlap(a.o.token_stride, a.o.head_stride, rq, a.heads_q, d))
+    return fail(Status::kInvalidArgument, "attention: o's strides (token_stride " + str(a.o.token_stride) +
+                                              ", head_stride " + str(a.o.head_stride) + ") make rows of " +
+                                              str(a.heads_q) + " heads x " + str(d) + " overlap");
+  // The kernels count a sequence's key tiles (32 keys or more each) in an int.
+  constexpr std::int64_t kMaxKeyRows = std::int64_t{32} * std::numeric_limits<int>::max();
+  if (rk > kMaxKeyRows)
+    return fail(Status::kSizeOverflow, "attention: k_seq.rows = " + str(rk) + " exceeds " + str(kMaxKeyRows));
   // The grid's query-tile slots (attention_grid, checked again at the launch), so that the query refuses what
   // the run would.
   const int tile = query_tile_for(a);

@@ -197,6 +197,10 @@ Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, 
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_out, shape.batch * shape.inner, "grad_out"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_grad_in, shape.nnz * shape.inner, "grad_in"));
   if (is_extreme(op)) RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_arg, shape.batch * shape.inner, "arg"));
+  // As in the forward: an arg for sum or mean is a caller's mix-up (the op or the arrays), not something to ignore.
+  if (d_arg != nullptr && !is_extreme(op))
+    return fail(Status::kInvalidArgument, std::string("segment_reduce_backward: arg given for ") + reduce_op_name(op) +
+                                              "; only max and min route the gradient through one");
 
   const SegmentGeometry g = reduce_geometry(shape.inner, sizeof(T), d_grad_in, true).g;  // no partials to size
   detail::WorkspaceLayout layout(d_workspace);

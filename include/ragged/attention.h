@@ -29,13 +29,18 @@
 //   queries it reaches depends on query_tile. The reference reads visible keys only. With finite V, every rule
 //   above and the bitwise claims below hold.
 // - Zero-length sequences produce nothing and cost (almost) nothing.
+// - Scores are formed in float: where |Q . K| or |scale * Q . K| * log2(e) passes FLT_MAX (~3.4e38), that
+//   query's O and LSE are NaN, where the reference (double) may stay finite.
 // - LSE is float [rows_q, heads_q] (lse[row * heads_q + h], token-major like O); pass null to skip it.
 // - Deterministic: a sequence's output depends only on its own data, not on the rest of the batch or on
 //   whether the layout is ragged or padded (bitwise).
 //
-// Requirements: head_dim 64 or 128 (kUnsupportedShape otherwise); heads_kv divides heads_q; scale > 0 and
-// finite; data pointers 16-byte aligned and strides multiples of 16 bytes (16 / sizeof(T) elements), as any
-// dense [tokens, heads, head_dim] tensor from cudaMalloc is.
+// Requirements: head_dim 64 or 128 (kUnsupportedShape otherwise); heads_kv divides heads_q, heads_q <= 65535;
+// scale > 0 and finite; data pointers 16-byte aligned and strides multiples of 16 bytes (16 / sizeof(T)
+// elements), as any dense [tokens, heads, head_dim] tensor from cudaMalloc is; O's [token, head] rows must not
+// overlap one another (checked: blocks would race on them) nor Q, K, V or LSE (not checked); at most
+// INT_MAX query tiles plus batch (the grid) and 32 * INT_MAX key rows. A device of compute capability 8.0 or
+// newer, checked when the kernel is enqueued (not by the size query).
 //
 // Same contract as the other device ops: two-phase workspace (null -> only the size), explicit stream, no
 // allocation, no host sync, graph-capturable. No maximum length is needed on the host: the grid is sized from
@@ -79,7 +84,10 @@ struct SequenceLayout {
     SequenceLayout s;
     s.lengths = lengths;
     s.max_len = max_len;
-    s.rows = batch * max_len;
+    // batch * max_len, saturated where it would overflow (and 0 for negative sizes): the checks then name the
+    // overflow or the negative size instead of the product meeting undefined behaviour here.
+    const std::int64_t most = std::numeric_limits<std::int64_t>::max();
+    s.rows = batch < 0 || max_len < 0 ? 0 : (max_len > 0 && batch > most / max_len ? most : batch * max_len);
     return s;
   }
   bool is_padded() const { return offsets == nullptr; }
@@ -130,8 +138,10 @@ Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes,
 
 // ---------------------------------------------------------------------------------------------------------------
 // Owning convenience layer: ragged tensors with inner dims {heads, head_dim}. Q and K/V must have the same batch
-// (their lengths may differ); K and V must have the same offsets. Returns O with Q's offsets; `lse`, if given,
-// receives [q.nnz(), heads_q] floats. scale <= 0 means 1 / sqrt(head_dim). Throws ragged::Error.
+// (their lengths may differ); K and V must have the same offsets (their batch and nnz are compared, the offsets
+// themselves are not: that would need a host sync). Returns O with Q's offsets; `lse`, if given, receives
+// [q.nnz(), heads_q] floats. scale <= 0 means 1 / sqrt(head_dim); NaN or infinity is refused. Throws
+// ragged::Error.
 template <typename T, typename OffsetT>
 RaggedTensor<T, OffsetT> attention(const RaggedTensor<T, OffsetT>& q, const RaggedTensor<T, OffsetT>& k,
                                    const RaggedTensor<T, OffsetT>& v, bool causal = false, float scale = 0.0f,
@@ -172,7 +182,7 @@ RaggedTensor<T, OffsetT> attention(const RaggedTensor<T, OffsetT>& q, const Ragg
   a.heads_q = static_cast<int>(qd[0]);
   a.heads_kv = static_cast<int>(kd[0]);
   a.head_dim = static_cast<int>(qd[1]);
-  a.scale = scale > 0.0f ? scale : 1.0f / std::sqrt(static_cast<float>(qd[1]));
+  a.scale = scale <= 0.0f ? 1.0f / std::sqrt(static_cast<float>(qd[1])) : scale;  // NaN goes on to be refused
   a.causal = causal;
   // K / V may live on other streams than Q: the kernel (on Q's stream) waits for their pending work, and their
   // streams then wait for the kernel, so that freeing them there waits for its reads. The host does not wait.

@@ -43,7 +43,7 @@ Status segment_reduce(void* d_workspace, std::size_t& workspace_bytes, RaggedVie
 
 // d_grad_in [nnz, inner] from d_grad_out [batch, inner]: kSum copies the gradient to every row, kMean divides it
 // by the length, kMax / kMin route it to the row named by d_arg (which must come from segment_reduce) and write
-// 0 elsewhere. `shape.values` is not read and may be null.
+// 0 elsewhere; d_arg must be null for kSum / kMean. `shape.values` is not read and may be null.
 template <typename T, typename OffsetT>
 Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> shape,
                                ReduceOp op, const T* d_grad_out, const std::int64_t* d_arg, T* d_grad_in,

@@ -69,7 +69,9 @@ struct HostAttention {
 };
 
 // Ragged inputs with random non-zero values (test::random_values); `extra_rows` spare rows after the last
-// sequence in Q and in K/V (they hold values too, which the op must not read into any result).
+// sequence in Q and in K/V. Q's hold values, which no result may show; K's and V's hold NaN, which reaches a
+// result if a kernel reads them where it must zero-fill a tile past a sequence's end (a finite value there
+// would be hidden by the mask's zero weight).
 template <typename T, typename OffsetT>
 HostAttention<T, OffsetT> random_attention(const std::vector<std::int64_t>& q_lengths,
                                            const std::vector<std::int64_t>& k_lengths, int heads_q, int heads_kv,
@@ -90,11 +92,15 @@ HostAttention<T, OffsetT> random_attention(const std::vector<std::int64_t>& q_le
   h.q = random_values<T>(static_cast<std::size_t>(h.q_rows * heads_q * dim), rng);
   h.k = random_values<T>(static_cast<std::size_t>(h.k_rows * heads_kv * dim), rng);
   h.v = random_values<T>(static_cast<std::size_t>(h.k_rows * heads_kv * dim), rng);
+  const auto spare = static_cast<std::size_t>(h.k_index.back()) * heads_kv * dim;
+  std::fill(h.k.begin() + spare, h.k.end(), from_double<T>(std::numeric_limits<double>::quiet_NaN()));
+  std::fill(h.v.begin() + spare, h.v.end(), from_double<T>(std::numeric_limits<double>::quiet_NaN()));
   return h;
 }
 
 // The same sequences in padded layouts [batch, max_len, heads, dim] (max_len at least the longest sequence);
-// padding slots hold random values, which the op must ignore.
+// Q's padding slots hold random values and K's and V's NaN (as random_attention's spare rows), which the op
+// must ignore.
 template <typename T, typename OffsetT>
 HostAttention<T, OffsetT> to_padded(const HostAttention<T, OffsetT>& r, std::int64_t q_max_len, std::int64_t k_max_len,
                                     std::mt19937_64& rng) {
@@ -107,8 +113,9 @@ HostAttention<T, OffsetT> to_padded(const HostAttention<T, OffsetT>& r, std::int
   p.q_index.assign(r.q_lengths.begin(), r.q_lengths.end());
   p.k_index.assign(r.k_lengths.begin(), r.k_lengths.end());
   p.q = random_values<T>(static_cast<std::size_t>(p.q_rows * r.heads_q * r.dim), rng);
-  p.k = random_values<T>(static_cast<std::size_t>(p.k_rows * r.heads_kv * r.dim), rng);
-  p.v = random_values<T>(static_cast<std::size_t>(p.k_rows * r.heads_kv * r.dim), rng);
+  p.k.assign(static_cast<std::size_t>(p.k_rows * r.heads_kv * r.dim),
+             from_double<T>(std::numeric_limits<double>::quiet_NaN()));
+  p.v = p.k;
   const std::int64_t qw = r.heads_q * r.dim, kw = r.heads_kv * r.dim;
   for (std::int64_t b = 0; b < r.batch; ++b) {
     for (std::int64_t i = 0; i < r.q_lengths[b]; ++i)

@@ -557,6 +557,11 @@ TEMPLATE_TEST_CASE("segment_reduce reports bad arguments", "[segment][errors]", 
     }
     REQUIRE_FAILS(segment_reduce(nullptr, bytes, good, static_cast<ReduceOp>(9), out.data(), nullptr, 0.0f, nullptr),
                   Status::kInvalidArgument, "ReduceOp");
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
+      REQUIRE_FAILS(segment_reduce_backward(nullptr, bytes, good, op, grad_out.data(), arg.data(), grad_in.data(),
+                                            nullptr),
+                    Status::kInvalidArgument, "arg given for");
+    }
     REQUIRE_FAILS(segment_reduce_backward(nullptr, bytes, good, static_cast<ReduceOp>(-1), grad_out.data(), nullptr,
                                           grad_in.data(), nullptr),
                   Status::kInvalidArgument, "ReduceOp");
@@ -733,6 +738,32 @@ TEMPLATE_TEST_CASE("segment_softmax reports bad arguments", "[segment][errors]",
   }
 }
 
+// With no values every row is empty (rows are clamped to [0, nnz)), so no row has partials: the workspace is the
+// plan's, whatever the inner size. It used to hold one chunk of inner floats (4 TiB here) per partial array.
+TEMPLATE_TEST_CASE("segment ops without values ask for no partials", "[segment][workspace]", std::int32_t,
+                   std::int64_t) {
+  using OffsetT = TestType;
+  const std::vector<OffsetT> offsets(4, 0);
+  RaggedView<const float, OffsetT> view{nullptr, offsets.data(), 3, 0, std::int64_t{1} << 40};
+  float out = 0.0f;
+  std::int64_t arg = 0;
+  const std::size_t plan_scale = 1 << 20;
+  std::size_t bytes = 0;
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+    REQUIRE_OK(segment_reduce(nullptr, bytes, view, op, &out, op == ReduceOp::kMax ? &arg : nullptr, 0.0f, nullptr));
+    CHECK(bytes < plan_scale);
+    REQUIRE_OK(segment_reduce_backward(nullptr, bytes, view, op, &out, op == ReduceOp::kMax ? &arg : nullptr, &out,
+                                       nullptr));
+    CHECK(bytes < plan_scale);
+  }
+  for (bool log : {false, true}) {
+    REQUIRE_OK(segment_softmax(nullptr, bytes, view, log, &out, nullptr));
+    CHECK(bytes < plan_scale);
+    REQUIRE_OK(segment_softmax_backward(nullptr, bytes, view, log, &out, &out, &out, nullptr));
+    CHECK(bytes < plan_scale);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // attention.h: every check runs before the first CUDA call, in the query phase and in the run phase alike.
 // ---------------------------------------------------------------------------------------------------------------
@@ -828,6 +859,25 @@ TEST_CASE("attention rejects bad arguments", "[attention][errors]") {
          a.heads_q = 70000;
          a.heads_kv = 70000;
        }},
+      {"padded batch * max_len overflows in SequenceLayout::padded", Status::kSizeOverflow, "max_len",
+       [](auto& a) { a.q_seq = SequenceLayout<std::int32_t>::padded(a.q_seq.offsets, a.batch, kInt64Max / 2 + 1); }},
+      {"o's heads overlap (head_stride < head_dim)", Status::kInvalidArgument, "overlap",
+       [](auto& a) { a.o.head_stride = 32; }},
+      {"o's tokens overlap (token_stride 0)", Status::kInvalidArgument, "overlap",
+       [](auto& a) { a.o.token_stride = 0; }},
+      {"o's token 1 is token 0's head 2", Status::kInvalidArgument, "overlap",
+       [](auto& a) { a.o.token_stride = 128; }},
+      {"o's head 1 of token 0 is head 0 of token 29", Status::kInvalidArgument, "overlap",
+       [](auto& a) {
+         a.o.token_stride = 64;
+         a.o.head_stride = 29 * 64;
+       }},
+      {"more key rows than int key tiles (broadcast K / V)", Status::kSizeOverflow, "k_seq.rows",
+       [](auto& a) {
+         a.k.token_stride = 0;
+         a.v.token_stride = 0;
+         a.k_seq.rows = std::int64_t{32} * std::numeric_limits<int>::max() + 1;
+       }},
   };
   for (const Bad& c : cases) {
     INFO(c.what);
@@ -837,6 +887,16 @@ TEST_CASE("attention rejects bad arguments", "[attention][errors]") {
     REQUIRE_FAILS(varlen_attention_forward(nullptr, query_bytes, a, nullptr), c.expected, c.word);
     unsigned char workspace[1];  // the run phase checks the same before it touches the device
     REQUIRE_FAILS(varlen_attention_forward(workspace, bytes, a, nullptr), c.expected, c.word);
+  }
+  // O layouts whose rows do not overlap pass: head-major, gaps between tokens or heads, interleaved heads.
+  std::vector<half> wide(static_cast<std::size_t>(h.o_elems()) * 4);
+  const std::int64_t rows = good.q_seq.rows;
+  const std::int64_t layouts[][2] = {{64, rows * 64}, {512, 64}, {256 * 3, 128}, {64 * 4 + 64, 128 + 64}};
+  for (const auto& strides : layouts) {
+    INFO("o token_stride " << strides[0] << ", head_stride " << strides[1]);
+    AttentionArgs<half, std::int32_t> a = good;
+    a.o = HeadsView<half>{wide.data(), strides[0], strides[1]};
+    REQUIRE_OK(varlen_attention_forward(nullptr, bytes, a, nullptr));
   }
 }
 

@@ -515,6 +515,10 @@ TEST_CASE("attention on RaggedTensors matches the low-level call", "[attention][
   const auto kv32 = RaggedTensor<half, std::int64_t>::from_host(std::vector<half>(h.k.size() / 2), k_len, {1, 32});
   REQUIRE_THROWS_WITH(attention(q32, kv32, kv32, false, 0.0f, &lse), Catch::Contains("head_dim 32"));
   REQUIRE_BITWISE_EQUAL(lse.to_host(), expected.lse);
+  // scale <= 0 means the default; NaN and infinity are refused, not taken for it.
+  for (float scale : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()})
+    REQUIRE_THROWS_WITH(attention(q, k, v, true, scale, &lse), Catch::Contains("scale"));
+  REQUIRE_BITWISE_EQUAL(attention(q, k, v, true, -1.0f).values_to_host(), expected.o);
 }
 
 // The case of the cross-stream tests below: bf16, grouped heads 4 / 2, dim 128, a sequence without queries;
