@@ -51,6 +51,13 @@ Status check_heads(const void* data, std::int64_t token_stride, std::int64_t hea
   if (token_stride < 0 || head_stride < 0)
     return fail(Status::kInvalidArgument, n + ": strides must be non-negative, got token_stride " + str(token_stride) +
                                               ", head_stride " + str(head_stride));
+  // A zero stride is HeadsView's default, not a layout: every token (or head) would read the first one.
+  if (rows > 1 && token_stride == 0)
+    return fail(Status::kInvalidArgument, n + ": token_stride is 0 with " + str(rows) +
+                                              " rows (dense: heads * head_dim; dense_heads() sets both strides)");
+  if (heads > 1 && head_stride == 0)
+    return fail(Status::kInvalidArgument, n + ": head_stride is 0 with " + str(heads) +
+                                              " heads (dense: head_dim; dense_heads() sets both strides)");
   constexpr std::int64_t kVec = 16 / sizeof(T);
   if (token_stride % kVec != 0 || head_stride % kVec != 0)
     return fail(Status::kInvalidArgument, n + ": token_stride " + str(token_stride) + " and head_stride " +
@@ -201,7 +208,7 @@ Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes,
   static_assert(kTensorCoreType<T> || std::is_same<T, float>::value, "attention: T is float, half or bfloat16");
   RAGGED_RETURN_IF_ERROR(check_args(a));
   if (d_workspace == nullptr) {
-    workspace_bytes = 0;  // the schedule is computed on the fly (attention_common.cuh)
+    workspace_bytes = detail::kNoWorkspaceBytes;  // none: the schedule is computed on the fly (attention_common.cuh)
     return Status::kSuccess;
   }
   if (a.batch == 0 || a.q_seq.rows == 0) return Status::kSuccess;  // no query, nothing to write

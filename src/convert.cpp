@@ -83,7 +83,7 @@ Status ragged_to_padded(void* d_workspace, std::size_t& workspace_bytes, RaggedV
   RAGGED_RETURN_IF_ERROR(check_same_shape(src.batch, src.inner, dst.batch, dst.inner));
   RAGGED_RETURN_IF_ERROR(check_enums(align, trunc));
   if (d_workspace == nullptr) {
-    workspace_bytes = 0;
+    workspace_bytes = detail::kNoWorkspaceBytes;
     return Status::kSuccess;
   }
   return detail::launch_ragged_to_padded<OffsetT>(src.values, src.offsets, src.batch, src.nnz, dst.data, dst.max_len,
@@ -99,7 +99,7 @@ Status padded_to_ragged(void* d_workspace, std::size_t& workspace_bytes, PaddedV
   RAGGED_RETURN_IF_ERROR(check_same_shape(dst.batch, dst.inner, src.batch, src.inner));
   RAGGED_RETURN_IF_ERROR(check_enums(align, trunc));
   if (d_workspace == nullptr) {
-    workspace_bytes = 0;
+    workspace_bytes = detail::kNoWorkspaceBytes;
     return Status::kSuccess;
   }
   return detail::launch_padded_to_ragged<OffsetT>(src.data, src.max_len, dst.values, dst.offsets, dst.batch, dst.nnz,
@@ -113,7 +113,7 @@ Status lengths_to_mask(void* d_workspace, std::size_t& workspace_bytes, const Le
                        cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_mask_args(d_lengths, batch, max_len, align, d_mask, d_check));
   if (d_workspace == nullptr) {
-    workspace_bytes = 0;
+    workspace_bytes = detail::kNoWorkspaceBytes;
     return Status::kSuccess;
   }
   return detail::launch_lengths_to_mask(d_lengths, batch, max_len, align, d_mask, sizeof(bool), bits_of(true),
@@ -126,7 +126,7 @@ Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes,
                                 CheckResult* d_check, cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_mask_args(d_lengths, batch, max_len, align, d_mask, d_check));
   if (d_workspace == nullptr) {
-    workspace_bytes = 0;
+    workspace_bytes = detail::kNoWorkspaceBytes;
     return Status::kSuccess;
   }
   return detail::launch_lengths_to_mask(d_lengths, batch, max_len, align, d_mask, sizeof(T),

@@ -36,7 +36,7 @@ Status offsets_to_lengths(void* d_workspace, std::size_t& workspace_bytes, const
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_offsets, batch + 1, "offsets"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_lengths, batch, "lengths"));
   if (d_workspace == nullptr) {
-    workspace_bytes = 0;
+    workspace_bytes = detail::kNoWorkspaceBytes;
     return Status::kSuccess;
   }
   return detail::launch_offsets_to_lengths<OffsetT, LengthT>(d_offsets, batch, d_lengths, stream);
@@ -51,7 +51,7 @@ Status max_length(void* d_workspace, std::size_t& workspace_bytes, const OffsetT
   std::size_t cub_bytes = 0;
   RAGGED_RETURN_IF_ERROR(detail::launch_max_length(nullptr, cub_bytes, d_offsets, batch, d_max_length, stream));
   if (d_workspace == nullptr) {
-    workspace_bytes = cub_bytes;
+    workspace_bytes = cub_bytes == 0 ? detail::kNoWorkspaceBytes : cub_bytes;
     return Status::kSuccess;
   }
   if (workspace_bytes < cub_bytes)
@@ -69,7 +69,7 @@ Status validate_offsets(void* d_workspace, std::size_t& workspace_bytes, const O
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_offsets, batch + 1, "offsets"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_check, 1, "check"));
   if (d_workspace == nullptr) {
-    workspace_bytes = 0;
+    workspace_bytes = detail::kNoWorkspaceBytes;
     return Status::kSuccess;
   }
   return detail::launch_validate_offsets(d_offsets, batch, capacity, expected_nnz, d_check, stream);

@@ -118,7 +118,7 @@ Status pack_sequences(void* d_workspace, std::size_t& workspace_bytes, RaggedVie
                       PackedLayout<OffsetT> layout, T* d_packed, cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_move_args(src, "src", d_packed, layout));
   if (d_workspace == nullptr) {
-    workspace_bytes = 0;
+    workspace_bytes = detail::kNoWorkspaceBytes;
     return Status::kSuccess;
   }
   const std::size_t row_bytes = static_cast<std::size_t>(src.inner) * sizeof(T);
@@ -131,7 +131,7 @@ Status unpack_sequences(void* d_workspace, std::size_t& workspace_bytes, const T
                         PackedLayout<OffsetT> layout, RaggedView<T, OffsetT> dst, cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_move_args(dst, "dst", d_packed, layout));
   if (d_workspace == nullptr) {
-    workspace_bytes = 0;
+    workspace_bytes = detail::kNoWorkspaceBytes;
     return Status::kSuccess;
   }
   const std::size_t row_bytes = static_cast<std::size_t>(dst.inner) * sizeof(T);

@@ -2,6 +2,7 @@
 // that names the argument.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -11,6 +12,11 @@
 
 namespace ragged {
 namespace detail {
+
+// What a query reports for an op that needs no workspace: 1 byte, never 0 (CUB's convention). A caller whose
+// allocator returns null for 0 bytes would otherwise pass null to the run call, which then only queries again and
+// returns kSuccess having enqueued nothing. The run phase itself needs no bytes.
+constexpr std::size_t kNoWorkspaceBytes = 1;
 
 // A pointer must be non-null when it must hold `count` > 0 elements, and a typed one aligned to its type (the
 // kernels load whole elements, often several at once).

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ragged/status.h"
+#include "validate.h"
 
 namespace ragged {
 namespace detail {
@@ -45,13 +46,13 @@ class WorkspaceLayout {
   // The bytes to ask the caller for: 0 when no piece has bytes, else the pieces plus the alignment slack.
   std::size_t size() const { return size_ == 0 ? 0 : size_ + (kAlignment - 1); }
 
-  // Ends either phase of `op`: the query phase stores size() in workspace_bytes; the run phase checks that the
-  // caller's workspace_bytes covers it. Either fails when the sizes overflowed.
+  // Ends either phase of `op`: the query phase stores size() in workspace_bytes (kNoWorkspaceBytes where that is 0);
+  // the run phase checks that the caller's workspace_bytes covers size(). Either fails when the sizes overflowed.
   Status finish(std::size_t& workspace_bytes, const char* op) const {
     if (overflowed_)
       return fail(Status::kSizeOverflow, std::string(op) + ": the workspace size does not fit size_t");
     if (base_ == nullptr) {
-      workspace_bytes = size();
+      workspace_bytes = size() == 0 ? kNoWorkspaceBytes : size();
       return Status::kSuccess;
     }
     if (workspace_bytes < size())

@@ -54,6 +54,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -99,6 +100,12 @@ struct HeadsView {
   T* data = nullptr;
   std::int64_t token_stride = 0;  // dense: heads * head_dim
   std::int64_t head_stride = 0;   // dense: head_dim
+
+  // A view of mutable values passes where a read-only one is expected (AttentionArgs::q, k, v).
+  template <typename U = T, typename = std::enable_if_t<std::is_same<U, T>::value && !std::is_const<U>::value>>
+  operator HeadsView<const U>() const {
+    return {data, token_stride, head_stride};
+  }
 };
 
 template <typename T>
@@ -130,8 +137,8 @@ struct AttentionArgs {
 template <typename T, typename OffsetT>
 int attention_query_tile(const AttentionArgs<T, OffsetT>& args);
 
-// The forward pass. With d_workspace == nullptr: validates and writes workspace_bytes (currently 0; query it
-// anyway). Otherwise enqueues the kernel on `stream`.
+// The forward pass. With d_workspace == nullptr: validates and writes workspace_bytes (currently 1: no workspace
+// is used, and a query never answers 0; query it anyway). Otherwise enqueues the kernel on `stream`.
 template <typename T, typename OffsetT>
 Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes, const AttentionArgs<T, OffsetT>& args,
                                 cudaStream_t stream);

@@ -24,6 +24,12 @@ namespace ragged {
 template <typename T, typename OffsetT>
 Status ragged_to_padded(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> src,
                         PaddedView<T> dst, T pad_value, Align align, Truncate trunc, cudaStream_t stream);
+template <typename T, typename OffsetT, typename = WhenMutable<T>>
+Status ragged_to_padded(void* d_workspace, std::size_t& workspace_bytes, RaggedView<T, OffsetT> src,
+                        PaddedView<T> dst, T pad_value, Align align, Truncate trunc, cudaStream_t stream) {
+  return ragged_to_padded<T, OffsetT>(d_workspace, workspace_bytes, RaggedView<const T, OffsetT>(src), dst,
+                                      pad_value, align, trunc, stream);
+}
 
 // The inverse: dst's token t of sequence b takes the padded slot that ragged_to_padded would have put it in.
 // Tokens that the padded tensor cannot hold (a sequence longer than src.max_len, with the same `trunc` rule)
@@ -32,6 +38,12 @@ Status ragged_to_padded(void* d_workspace, std::size_t& workspace_bytes, RaggedV
 template <typename T, typename OffsetT>
 Status padded_to_ragged(void* d_workspace, std::size_t& workspace_bytes, PaddedView<const T> src,
                         RaggedView<T, OffsetT> dst, T fill, Align align, Truncate trunc, cudaStream_t stream);
+template <typename T, typename OffsetT, typename = WhenMutable<T>>
+Status padded_to_ragged(void* d_workspace, std::size_t& workspace_bytes, PaddedView<T> src,
+                        RaggedView<T, OffsetT> dst, T fill, Align align, Truncate trunc, cudaStream_t stream) {
+  return padded_to_ragged<T, OffsetT>(d_workspace, workspace_bytes, PaddedView<const T>(src), dst, fill, align,
+                                      trunc, stream);
+}
 
 // Key-padding masks [batch, max_len] from lengths: mask[b, s] is true (boolean) or 0 (additive) where slot s
 // holds a token (same placement as ragged_to_padded with `align`), false or -infinity where it is padding.

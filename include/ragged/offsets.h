@@ -28,7 +28,7 @@ template <typename LengthT, typename OffsetT>
 Status lengths_to_offsets(void* d_workspace, std::size_t& workspace_bytes, const LengthT* d_lengths,
                           std::int64_t batch, OffsetT* d_offsets, CheckResult* d_check, cudaStream_t stream);
 
-// lengths[b] = offsets[b+1] - offsets[b], saturated to LengthT (no workspace needed: workspace_bytes is set to 0).
+// lengths[b] = offsets[b+1] - offsets[b], saturated to LengthT (no workspace needed: the query sets 1 byte).
 template <typename OffsetT, typename LengthT>
 Status offsets_to_lengths(void* d_workspace, std::size_t& workspace_bytes, const OffsetT* d_offsets,
                           std::int64_t batch, LengthT* d_lengths, cudaStream_t stream);

@@ -50,11 +50,17 @@ Status packing_order(void* d_workspace, std::size_t& workspace_bytes, const Offs
 
 // packed[step_offsets[t] + j, :] = src token t of sequence sorted_indices[j]. `packed` holds src.nnz rows;
 // those past step_offsets[max_steps] are not written. Reads layout.sorted_indices and layout.step_offsets
-// (as packing_order wrote them for src.offsets). No workspace: workspace_bytes is set to 0.
+// (as packing_order wrote them for src.offsets). No workspace: the query sets workspace_bytes to 1.
 // T: float, half, bfloat16, int32_t, int64_t, uint8_t.
 template <typename T, typename OffsetT>
 Status pack_sequences(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> src,
                       PackedLayout<OffsetT> layout, T* d_packed, cudaStream_t stream);
+template <typename T, typename OffsetT, typename = WhenMutable<T>>
+Status pack_sequences(void* d_workspace, std::size_t& workspace_bytes, RaggedView<T, OffsetT> src,
+                      PackedLayout<OffsetT> layout, T* d_packed, cudaStream_t stream) {
+  return pack_sequences<T, OffsetT>(d_workspace, workspace_bytes, RaggedView<const T, OffsetT>(src), layout, d_packed,
+                                    stream);
+}
 
 // The inverse: dst (caller's order, dst.offsets) from the packed rows; `packed` holds dst.nnz rows. Rows of
 // dst that no packed row maps to (tokens past max_steps, rows past offsets[batch]) are not written.

@@ -61,4 +61,31 @@ template <typename T, typename OffsetT>
 Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> shape,
                                 bool log, const T* d_out, const T* d_grad_out, T* d_grad_in, cudaStream_t stream);
 
+// The same ops on views of mutable values (view.h: deduction does not see the conversion to a read-only view).
+template <typename T, typename OffsetT, typename = WhenMutable<T>>
+Status segment_reduce(void* d_workspace, std::size_t& workspace_bytes, RaggedView<T, OffsetT> src, ReduceOp op,
+                      T* d_out, std::int64_t* d_arg, float empty_value, cudaStream_t stream) {
+  return segment_reduce<T, OffsetT>(d_workspace, workspace_bytes, RaggedView<const T, OffsetT>(src), op, d_out, d_arg,
+                                    empty_value, stream);
+}
+template <typename T, typename OffsetT, typename = WhenMutable<T>>
+Status segment_reduce_backward(void* d_workspace, std::size_t& workspace_bytes, RaggedView<T, OffsetT> shape,
+                               ReduceOp op, const T* d_grad_out, const std::int64_t* d_arg, T* d_grad_in,
+                               cudaStream_t stream) {
+  return segment_reduce_backward<T, OffsetT>(d_workspace, workspace_bytes, RaggedView<const T, OffsetT>(shape), op,
+                                             d_grad_out, d_arg, d_grad_in, stream);
+}
+template <typename T, typename OffsetT, typename = WhenMutable<T>>
+Status segment_softmax(void* d_workspace, std::size_t& workspace_bytes, RaggedView<T, OffsetT> src, bool log,
+                       T* d_out, cudaStream_t stream) {
+  return segment_softmax<T, OffsetT>(d_workspace, workspace_bytes, RaggedView<const T, OffsetT>(src), log, d_out,
+                                     stream);
+}
+template <typename T, typename OffsetT, typename = WhenMutable<T>>
+Status segment_softmax_backward(void* d_workspace, std::size_t& workspace_bytes, RaggedView<T, OffsetT> shape,
+                                bool log, const T* d_out, const T* d_grad_out, T* d_grad_in, cudaStream_t stream) {
+  return segment_softmax_backward<T, OffsetT>(d_workspace, workspace_bytes, RaggedView<const T, OffsetT>(shape), log,
+                                              d_out, d_grad_out, d_grad_in, stream);
+}
+
 }  // namespace ragged

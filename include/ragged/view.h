@@ -25,7 +25,9 @@ struct RaggedView {
 
   RAGGED_HOST_DEVICE std::int64_t row_elems() const { return inner; }
 
-  // A view of mutable values passes where a read-only one is expected (as T* converts to const T*).
+  // A view of mutable values passes where a read-only one is expected (as T* converts to const T*). Template
+  // argument deduction does not look at conversions, so each op that reads a view also has an overload for a
+  // mutable one (WhenMutable below) that forwards here.
   template <typename U = T, typename = std::enable_if_t<std::is_same<U, T>::value && !std::is_const<U>::value>>
   RAGGED_HOST_DEVICE operator RaggedView<const U, OffsetT>() const {
     return {values, offsets, batch, nnz, inner};
@@ -45,6 +47,10 @@ struct PaddedView {
     return {data, batch, max_len, inner};
   }
 };
+
+// Enables the ops' overloads for views of mutable values (T not const), which forward to the read-only ones.
+template <typename T>
+using WhenMutable = std::enable_if_t<!std::is_const<T>::value>;
 
 // Where the real tokens sit inside a padded row of max_len slots.
 enum class Align : int {

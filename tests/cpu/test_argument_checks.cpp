@@ -115,13 +115,14 @@ TEST_CASE("offsets ops reject bad arguments before any CUDA call", "[offsets][er
                   Status::kInvalidArgument, "offsets is not aligned");
     REQUIRE_FAILS(offsets_to_lengths(nullptr, bytes, offsets, 2, shifted(lengths, 3), nullptr),
                   Status::kInvalidArgument, "lengths is not aligned");
-    // No workspace: the query answers 0 without a CUDA call, also for the largest batch and for an empty one.
+    // No workspace: the query answers 1 byte without a CUDA call, also for the largest batch and for an empty one.
+    // 1, never 0 (CUB's convention), so that an allocator's null for 0 bytes cannot turn the run into a query.
     bytes = 777;
     REQUIRE_OK(offsets_to_lengths(nullptr, bytes, offsets, 2, lengths, nullptr));
-    REQUIRE(bytes == 0);
+    REQUIRE(bytes == 1);
     bytes = 777;
     REQUIRE_OK(offsets_to_lengths(nullptr, bytes, offsets64, kMaxBatch, lengths, nullptr));
-    REQUIRE(bytes == 0);
+    REQUIRE(bytes == 1);
     REQUIRE_FAILS(offsets_to_lengths(nullptr, bytes, offsets64, kMaxBatch + 1, lengths, nullptr),
                   Status::kSizeOverflow, "batch");
     REQUIRE_OK((offsets_to_lengths<std::int32_t, std::int64_t>(nullptr, bytes, offsets, 0, nullptr, nullptr)));
@@ -157,7 +158,7 @@ TEST_CASE("offsets ops reject bad arguments before any CUDA call", "[offsets][er
                   Status::kInvalidArgument, "check is not aligned");
     bytes = 777;
     REQUIRE_OK(validate_offsets(nullptr, bytes, offsets, 2, 3, 3, &check, nullptr));
-    REQUIRE(bytes == 0);
+    REQUIRE(bytes == 1);
   }
   SECTION("the host versions bound the batch too") {
     REQUIRE_FAILS(lengths_to_offsets_host(lengths, kInt64Max, offsets), Status::kSizeOverflow, "batch");
@@ -186,7 +187,7 @@ TEST_CASE("conversions reject bad arguments and name them", "[convert][errors]")
   };
 
   REQUIRE_OK(to_padded(src, dst));
-  REQUIRE(bytes == 0);
+  REQUIRE(bytes == 1);
 
   // Negative sizes.
   auto s = src;
@@ -280,7 +281,7 @@ TEST_CASE("conversions reject bad arguments and name them", "[convert][errors]")
   };
   bytes = 777;
   REQUIRE_OK(to_ragged(psrc, rdst));
-  REQUIRE(bytes == 0);
+  REQUIRE(bytes == 1);
   auto p = psrc;
   p.batch = 1;
   REQUIRE_FAILS(to_ragged(p, rdst), Status::kInvalidArgument, "batch");
@@ -333,10 +334,10 @@ TEST_CASE("masks reject bad arguments and name them", "[mask][errors]") {
   std::size_t bytes = 777;
 
   REQUIRE_OK(lengths_to_mask(nullptr, bytes, lengths, 2, 4, Align::kLeft, mask, nullptr, nullptr));
-  REQUIRE(bytes == 0);
+  REQUIRE(bytes == 1);
   bytes = 777;
   REQUIRE_OK(lengths_to_mask(nullptr, bytes, lengths64, 2, 4, Align::kRight, mask, &check, nullptr));
-  REQUIRE(bytes == 0);
+  REQUIRE(bytes == 1);
   REQUIRE_FAILS(lengths_to_mask(nullptr, bytes, lengths, -1, 4, Align::kLeft, mask, nullptr, nullptr),
                 Status::kInvalidArgument, "batch");
   REQUIRE_FAILS(lengths_to_mask(nullptr, bytes, lengths, 2, -4, Align::kLeft, mask, nullptr, nullptr),
@@ -366,7 +367,7 @@ TEST_CASE("masks reject bad arguments and name them", "[mask][errors]") {
 
   bytes = 777;
   REQUIRE_OK(lengths_to_additive_mask(nullptr, bytes, lengths, 2, 4, Align::kRight, additive, &check, nullptr));
-  REQUIRE(bytes == 0);
+  REQUIRE(bytes == 1);
   REQUIRE_FAILS(lengths_to_additive_mask(nullptr, bytes, lengths, 2, 4, Align::kRight, shifted(additive), nullptr,
                                          nullptr),
                 Status::kInvalidArgument, "mask is not aligned");
@@ -459,7 +460,7 @@ TEST_CASE("packing bad arguments are refused with a message naming them", "[pack
   };
   bytes = 777;
   REQUIRE_OK(pack(src, good, packed));
-  REQUIRE(bytes == 0);
+  REQUIRE(bytes == 1);
   REQUIRE_FAILS(pack(src, good, nullptr), Status::kNullPointer, "packed");
   auto bad = src;
   bad.values = nullptr;
@@ -511,7 +512,7 @@ TEST_CASE("packing bad arguments are refused with a message naming them", "[pack
   const RaggedView<float, std::int32_t> dst{out, offsets_storage, 2, 3, 1};
   bytes = 777;
   REQUIRE_OK((unpack_sequences<float, std::int32_t>(nullptr, bytes, packed, good, dst, nullptr)));
-  REQUIRE(bytes == 0);
+  REQUIRE(bytes == 1);
   REQUIRE_FAILS((unpack_sequences<float, std::int32_t>(nullptr, bytes, nullptr, good, dst, nullptr)),
                 Status::kNullPointer, "packed");
   auto bad_dst = dst;
@@ -779,13 +780,13 @@ TEST_CASE("attention rejects bad arguments", "[attention][errors]") {
   const AttentionArgs<half, std::int32_t> good = h.host_args(o.data(), lse.data());
   std::size_t bytes = 777;
   REQUIRE_OK(varlen_attention_forward(nullptr, bytes, good, nullptr));
-  REQUIRE(bytes == 0);
+  REQUIRE(bytes == 1);
   // The same sequences in a padded layout pass too.
   const auto p = test::to_padded(h, 20, 16, rng);
   std::vector<half> po(static_cast<std::size_t>(p.o_elems()));
   bytes = 777;
   REQUIRE_OK(varlen_attention_forward(nullptr, bytes, p.host_args(po.data(), nullptr), nullptr));
-  REQUIRE(bytes == 0);
+  REQUIRE(bytes == 1);
 
   struct Bad {
     const char* what;
@@ -863,8 +864,12 @@ TEST_CASE("attention rejects bad arguments", "[attention][errors]") {
        [](auto& a) { a.q_seq = SequenceLayout<std::int32_t>::padded(a.q_seq.offsets, a.batch, kInt64Max / 2 + 1); }},
       {"o's heads overlap (head_stride < head_dim)", Status::kInvalidArgument, "overlap",
        [](auto& a) { a.o.head_stride = 32; }},
-      {"o's tokens overlap (token_stride 0)", Status::kInvalidArgument, "overlap",
+      {"o's tokens overlap (token_stride 0)", Status::kInvalidArgument, "o: token_stride is 0",
        [](auto& a) { a.o.token_stride = 0; }},
+      {"q's token_stride left at HeadsView's 0", Status::kInvalidArgument, "q: token_stride is 0",
+       [](auto& a) { a.q.token_stride = 0; }},
+      {"v's head_stride left at HeadsView's 0", Status::kInvalidArgument, "v: head_stride is 0",
+       [](auto& a) { a.v.head_stride = 0; }},
       {"o's token 1 is token 0's head 2", Status::kInvalidArgument, "overlap",
        [](auto& a) { a.o.token_stride = 128; }},
       {"o's head 1 of token 0 is head 0 of token 29", Status::kInvalidArgument, "overlap",
@@ -872,10 +877,10 @@ TEST_CASE("attention rejects bad arguments", "[attention][errors]") {
          a.o.token_stride = 64;
          a.o.head_stride = 29 * 64;
        }},
-      {"more key rows than int key tiles (broadcast K / V)", Status::kSizeOverflow, "k_seq.rows",
+      {"more key rows than int key tiles (overlapping K / V rows)", Status::kSizeOverflow, "k_seq.rows",
        [](auto& a) {
-         a.k.token_stride = 0;
-         a.v.token_stride = 0;
+         a.k.token_stride = 8;
+         a.v.token_stride = 8;
          a.k_seq.rows = std::int64_t{32} * std::numeric_limits<int>::max() + 1;
        }},
   };
@@ -1159,6 +1164,36 @@ TEST_CASE("rnn_select_algo checks the description before looking at the device",
 // ---------------------------------------------------------------------------------------------------------------
 // buffer.h (the owning layer)
 // ---------------------------------------------------------------------------------------------------------------
+
+// Views of mutable values, as a caller holds them, go to every op without spelling the template arguments: the
+// ops' overloads for them forward to the read-only ones (deduction does not see RaggedView's conversion). This
+// case is as much a compile test; the queries need no device.
+TEST_CASE("ops take views of mutable values as they take read-only ones", "[views]") {
+  std::int32_t offsets[3] = {0, 2, 3};
+  std::int64_t indices[2] = {0, 1}, inverse[2] = {0, 1}, arg[2] = {};
+  std::int32_t lengths[2] = {2, 1}, sizes[2] = {2, 1}, steps[3] = {0, 2, 3};
+  const PackedLayout<std::int32_t> layout{2, 2, indices, inverse, lengths, sizes, steps};
+  float values[3] = {1, 2, 3}, padded[4] = {}, out[3] = {}, grad[3] = {};
+  const RaggedView<float, std::int32_t> ragged{values, offsets, 2, 3, 1};
+  const PaddedView<float> dense{padded, 2, 2, 1};
+  std::size_t bytes = 0;
+  REQUIRE_OK(ragged_to_padded(nullptr, bytes, ragged, dense, 0.0f, Align::kLeft, Truncate::kRight, nullptr));
+  REQUIRE_OK(padded_to_ragged(nullptr, bytes, dense, ragged, 0.0f, Align::kLeft, Truncate::kRight, nullptr));
+  REQUIRE_OK(pack_sequences(nullptr, bytes, ragged, layout, out, nullptr));
+  REQUIRE_OK(segment_reduce(nullptr, bytes, ragged, ReduceOp::kMax, out, arg, 0.0f, nullptr));
+  REQUIRE_OK(segment_reduce_backward(nullptr, bytes, ragged, ReduceOp::kMax, grad, arg, out, nullptr));
+  REQUIRE_OK(segment_softmax(nullptr, bytes, ragged, true, out, nullptr));
+  REQUIRE_OK(segment_softmax_backward(nullptr, bytes, ragged, true, out, grad, values, nullptr));
+  // The same calls on the read-only views still pick the op itself.
+  const RaggedView<const float, std::int32_t> read_only = ragged;
+  REQUIRE_OK(segment_softmax(nullptr, bytes, read_only, false, out, nullptr));
+  // HeadsView converts too (AttentionArgs holds read-only views of Q, K and V).
+  half q[64] = {};
+  AttentionArgs<half, std::int32_t> a;
+  a.q = dense_heads(q, 1, 64);
+  REQUIRE(a.q.data == q);
+  REQUIRE(a.q.token_stride == 64);
+}
 
 TEST_CASE("DeviceBuffer refuses a count whose bytes overflow size_t, before any CUDA call", "[buffer][errors]") {
   const std::size_t too_many = std::numeric_limits<std::size_t>::max() / sizeof(float) + 1;

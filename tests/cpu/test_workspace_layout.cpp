@@ -54,12 +54,20 @@ TEST_CASE("WorkspaceLayout: the query size covers the pieces from any base addre
   }
 }
 
-TEST_CASE("WorkspaceLayout: a workspace with no pieces needs zero bytes", "[workspace]") {
+TEST_CASE("WorkspaceLayout: a workspace with no pieces uses no bytes and asks for one", "[workspace]") {
   WorkspaceLayout query(nullptr);
   REQUIRE(query.take(0) == nullptr);
+  REQUIRE(query.size() == 0);
+  // The query never answers 0 (kNoWorkspaceBytes: a null workspace means "query", so a caller's null for 0 bytes
+  // would make the run another query); the run phase needs nothing, so 0 given bytes pass.
   std::size_t needed = 99;
   REQUIRE_OK(query.finish(needed, "op"));
-  REQUIRE(needed == 0);
+  REQUIRE(needed == 1);
+  unsigned char byte = 0;
+  WorkspaceLayout run(&byte);
+  run.take(0);
+  std::size_t given = 0;
+  REQUIRE_OK(run.finish(given, "op"));
 }
 
 TEST_CASE("WorkspaceLayout: too small a workspace and size overflow are named", "[workspace][errors]") {

@@ -153,7 +153,7 @@ template <typename Op>
 void run_op(Op&& op) {
   std::size_t bytes = 12345;
   REQUIRE_OK(op(nullptr, bytes));
-  REQUIRE(bytes == 0);
+  REQUIRE(bytes == 1);
   DeviceBuffer<unsigned char> one_byte(1);
   REQUIRE_OK(op(one_byte.data(), bytes));
   REQUIRE_CUDA(cudaDeviceSynchronize());
