@@ -24,6 +24,16 @@ bool gpu_available() {
   return g_device_count > 0;
 }
 
+bool gpu_absent() {
+  probe();
+  // No device, or no driver at all (a machine without a GPU: libcuda missing reads as an insufficient driver).
+  // Any other failure (a driver / runtime mismatch, devices busy in exclusive mode, a failed initialisation) is a
+  // GPU machine that cannot run the tests: a failure, not a skip.
+  return g_device_count == 0 &&
+         (g_device_error == cudaSuccess || g_device_error == cudaErrorNoDevice ||
+          g_device_error == cudaErrorInsufficientDriver);
+}
+
 const char* gpu_unavailable_reason() {
   probe();
   return g_device_error != cudaSuccess ? cudaGetErrorString(g_device_error) : "device count is 0";

@@ -21,6 +21,8 @@ namespace test {
 constexpr int kSkipReturnCode = 77;
 
 bool gpu_available();
+// No device or no driver: the GPU tests skip (kSkipReturnCode). Without a device for any other reason they fail.
+bool gpu_absent();
 const char* gpu_unavailable_reason();
 
 // A generator seeded from Catch2's --rng-seed (printed at start-up) and a per-use salt, so every test case
@@ -104,6 +106,18 @@ void poison(DeviceBuffer<T>& buffer) {
                             std::is_same<T, bfloat16>::value
                         ? 0xff
                         : 0x5a);
+}
+
+// Whether a floating-point value still holds poison()'s bits: an element the op never wrote. The poison is a NaN,
+// so a comparison that accepts NaN for NaN must ask this first (no NaN an op computes has all bits set: the GPU's
+// is 0x7fff..., x86's 0xffc0..., an input's keeps its payload).
+template <typename T>
+bool is_poison(const T& v) {
+  unsigned char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  for (unsigned char byte : bytes)
+    if (byte != 0xff) return false;
+  return true;
 }
 
 // Fills a workspace with 0xff bytes before an op runs (NaN in every floating type, -1 in every signed integer):

@@ -79,6 +79,10 @@ std::string compare_to_reference(const std::vector<T>& got, const std::vector<T>
   for (std::int64_t k = begin; k < end; ++k) {
     const double g = to_double(got[k]), r = to_double(ref[k]);
     const double one_ulp = ulp_of<T>(r);
+    if (is_poison(got[k])) {  // a NaN, which a NaN reference would accept
+      message << "element " << k << " was not written (poison), reference " << r;
+      return message.str();
+    }
     if (!within(g, r, float_bound[k] + one_ulp)) {
       message << "element " << k << ": got " << g << ", reference " << r << ", float bound " << float_bound[k]
               << ", ulp " << one_ulp;

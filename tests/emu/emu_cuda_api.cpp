@@ -55,14 +55,17 @@ cudaError_t set_error(cudaError_t e) {
 std::uint64_t g_steps = 0;
 std::uint64_t steps_run() { return g_steps; }
 
+// A captured step is stored as given and counted when it runs: cudaGraphLaunch enqueues the graph's steps again,
+// and a step stored already counted would count twice per replay, so that no dependent launch of a replayed graph
+// was ever checked against its prior kernel (emu_scheduler.cpp: prior_step + 1 == step).
 void enqueue(cudaStream_t stream, std::function<void()> step) {
-  auto counted = [step = std::move(step)] {
-    ++g_steps;
-    step();
-  };
   const auto c = g_capturing.find(stream);
-  if (c != g_capturing.end()) c->second->steps.push_back(std::move(counted));
-  else counted();
+  if (c != g_capturing.end()) {
+    c->second->steps.push_back(std::move(step));
+    return;
+  }
+  ++g_steps;
+  step();
 }
 
 std::size_t page_bytes() {

@@ -9,11 +9,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_emu.h"
@@ -86,6 +88,60 @@ constexpr std::size_t kStackBytes = 128 * 1024;
 constexpr std::size_t kStacksPerMapping = 1024;
 constexpr std::uint64_t kStackCanary = 0x5AFE57AC4CA7A4ull;
 
+[[noreturn]] void fail(const std::string& what);
+
+// A block's dynamic shared memory, its last byte against a page the process may not touch: a kernel that reads or
+// writes past the bytes its launch asked for faults (on_fault names the kernel, block and thread), where a heap
+// buffer let it land in the next allocation (only accesses through __cvta offsets were checked). The base is
+// 16-byte aligned, as the GPU's, so an overrun of less than 16 bytes past a size that is not a multiple of 16 still
+// passes. size() counts 16 spare bytes past the end that the pointer checks allow (a pointer one past the end);
+// they lie in the guard page and are never touched. The mapping is kept and reused for any size it holds.
+class GuardedShared {
+ public:
+  GuardedShared() = default;
+  GuardedShared(GuardedShared&& other) noexcept { *this = std::move(other); }
+  GuardedShared& operator=(GuardedShared&& other) noexcept {
+    std::swap(map_, other.map_);
+    std::swap(usable_pages_, other.usable_pages_);
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    return *this;
+  }
+  GuardedShared(const GuardedShared&) = delete;
+  GuardedShared& operator=(const GuardedShared&) = delete;
+  ~GuardedShared() {
+    if (map_ != nullptr) munmap(map_, (usable_pages_ + 1) * page_bytes());
+  }
+
+  // bytes of `fill` (the garbage a block finds at its start, as on the GPU), then the guard page.
+  void assign(std::size_t bytes, unsigned char fill) {
+    const std::size_t page = page_bytes();
+    const std::size_t usable = (bytes + 15) / 16 * 16;
+    const std::size_t pages = (usable + page - 1) / page;
+    if (map_ == nullptr || pages > usable_pages_) {
+      if (map_ != nullptr) munmap(map_, (usable_pages_ + 1) * page);
+      const std::size_t mapped = (pages + 1) * page;
+      void* m = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m == MAP_FAILED) fail("cannot map a block's dynamic shared memory");
+      map_ = static_cast<unsigned char*>(m);
+      usable_pages_ = pages;
+      mprotect(map_ + pages * page, page, PROT_NONE);
+    }
+    data_ = map_ + usable_pages_ * page - usable;
+    std::memset(data_, fill, usable);
+    size_ = bytes + 16;
+  }
+  unsigned char* data() { return data_; }
+  const unsigned char* data() const { return data_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  unsigned char* map_ = nullptr;
+  std::size_t usable_pages_ = 0;
+  unsigned char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 struct Scheduler {
   std::vector<Fiber> fibers;
   std::vector<char*> stacks;  // bottoms; the canary sits there
@@ -95,7 +151,7 @@ struct Scheduler {
   const std::function<void()>* body = nullptr;
   const char* kernel = "";
   int threads = 0;                                  // per block
-  std::vector<std::vector<unsigned char>> shared;  // per running block: dynamic shared memory + 16 spare bytes
+  std::vector<GuardedShared> shared;  // per running block: dynamic shared memory + 16 spare bytes (unmapped)
   std::mt19937 rng{12345};
 };
 Scheduler S;
@@ -400,7 +456,7 @@ void run_blocks(const std::vector<uint3>& blocks, std::size_t shared_bytes) {
   S.fibers.assign(n, Fiber{});
   S.order.resize(n);
   S.shared.resize(blocks.size());
-  for (auto& buffer : S.shared) buffer.assign(shared_bytes + 16, 0xA5);  // garbage at the start, as on the GPU
+  for (auto& buffer : S.shared) buffer.assign(shared_bytes, 0xA5);  // garbage at the start, as on the GPU
   for (int t = 0; t < n; ++t) {
     Fiber& f = S.fibers[t];
     const int linear = t % threads;
@@ -560,7 +616,7 @@ void warp_compute(WarpComputeFn fn, void* io) {
   f.fn = nullptr;
 }
 
-std::vector<unsigned char>& block_shared() { return S.shared[S.running->ts.slot]; }
+GuardedShared& block_shared() { return S.shared[S.running->ts.slot]; }
 
 std::size_t shared_offset(const void* p) {
   const auto* c = static_cast<const unsigned char*>(p);

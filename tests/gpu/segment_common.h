@@ -242,12 +242,13 @@ std::vector<T> naive_softmax_backward(const HostRagged<T, OffsetT>& shape, bool 
 // Comparison.
 // ---------------------------------------------------------------------------------------------------------
 
-// First k in [begin, end) where the values differ (NaN equals NaN, +0 equals -0), as a message, or "".
+// First k in [begin, end) where the values differ (NaN equals NaN, +0 equals -0) or got was never written (the
+// poison is a NaN), as a message, or "".
 template <typename T>
 std::string compare_values_exact(const std::vector<T>& got, const std::vector<T>& ref, std::int64_t begin,
                                  std::int64_t end) {
   for (std::int64_t k = begin; k < end; ++k)
-    if (!same_value(got[k], ref[k]))
+    if (!same_value(got[k], ref[k]) || is_poison(got[k]))
       return "element " + std::to_string(k) + ": got " + std::to_string(to_double(got[k])) + ", reference " +
              std::to_string(to_double(ref[k]));
   return "";

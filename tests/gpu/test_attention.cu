@@ -43,6 +43,7 @@ using test::F16_I64;
 using test::F32_I32;
 using test::F32_I64;
 using test::run_two_phase;
+using test::is_poison;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -159,12 +160,6 @@ Naive naive_attention(const HostAttention<T, OffsetT>& h, SumOrder order) {
   return n;
 }
 
-template <typename T>
-bool is_poison(T x) {
-  T poison;
-  std::memset(&poison, 0xff, sizeof(T));
-  return std::memcmp(&x, &poison, sizeof(T)) == 0;
-}
 
 // Per element of O (`per_head` = head_dim) or LSE (1): whether it belongs to a query of some sequence.
 template <typename T, typename OffsetT>
@@ -194,8 +189,8 @@ std::string check_against_reference(const std::vector<T>& got, const std::vector
       }
       continue;
     }
-    if (std::isnan(ref[i])) {  // a NaN or +inf score (attention.h)
-      if (!std::isnan(g)) {
+    if (std::isnan(ref[i])) {  // a NaN or +inf score (attention.h); the poison is a NaN too
+      if (!std::isnan(g) || is_poison(got[i])) {
         s << "element " << i << ": got " << g << ", reference NaN";
         return s.str();
       }

@@ -21,6 +21,7 @@
 using namespace ragged;
 using namespace ragged::test::segment;
 using test::HostRagged;
+using test::is_poison;
 
 namespace {
 
@@ -80,15 +81,6 @@ void require_sets_keep_bits(const std::vector<LengthSet>& sets, std::int64_t inn
   }
 }
 
-// test::poison fills every byte with 0xff.
-template <typename T>
-bool is_poison(const T& v) {
-  unsigned char bytes[sizeof(T)];
-  std::memcpy(bytes, &v, sizeof(T));
-  for (unsigned char byte : bytes)
-    if (byte != 0xff) return false;
-  return true;
-}
 
 // Forward (softmax and log-softmax) and backward on one input against the CPU reference.
 template <typename T, typename OffsetT>
