@@ -40,3 +40,12 @@ if [ "$(printf '%s\n3.25\n' "$cmake_version" | sort -V | head -n1)" != "3.25" ];
   echo "setup-deps: CMake $cmake_version found, 3.25 or newer needed (e.g. pip install cmake)" >&2
   return 1 2>/dev/null || exit 1
 fi
+
+# The tests use Catch2 v2 (catch2/catch.hpp, find_package(Catch2 2)); newer distributions may package v3, which
+# installs fine and then fails the configure step, so say it here.
+catch2_version=$(dpkg-query -W -f='${Version}' catch2 2>/dev/null || true)
+if [ -n "$catch2_version" ] && [ "${catch2_version%%.*}" != 2 ]; then
+  echo "setup-deps: the catch2 package is version $catch2_version; the tests need Catch2 v2 (2.13: Debian 12's," \
+    "or v2.13.x from source)" >&2
+  return 1 2>/dev/null || exit 1
+fi

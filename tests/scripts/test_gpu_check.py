@@ -6,10 +6,10 @@ asks for. Each call takes a few seconds; nothing here needs a GPU."""
 import json
 import os
 import re
-import stat
 import subprocess
-import sys
 import tempfile
+
+from stubs import executable, expect, failures, finish
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 SCRIPT = os.path.join(ROOT, 'scripts', 'gpu-check.sh')
@@ -63,18 +63,6 @@ if [ -n "$switches" ] && [ -n "${STUB_BENCH_RC:-}" ]; then exit "$STUB_BENCH_RC"
 exit 0
 '''
 
-failures = []
-
-
-def expect(got, want, what):
-    if got != want:
-        failures.append('%s: got %r, want %r' % (what, got, want))
-
-
-def executable(path, text):
-    with open(path, 'w') as f:
-        f.write(text if text.startswith('#!') else '#!/usr/bin/env bash\n' + text)
-    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
 def check(work, **env):
@@ -170,7 +158,4 @@ with tempfile.TemporaryDirectory() as work:
     expect(len(row) == 1 and '| cut short (deadline) | 124 |' in row[0], True,
            'the stopped A/B run is "cut short (deadline)" (%r)' % row)
 
-for failure in failures:
-    print('FAIL', failure)
-print('%d failure(s)' % len(failures))
-sys.exit(1 if failures else 0)
+finish()

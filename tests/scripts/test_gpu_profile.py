@@ -3,10 +3,10 @@
 profile.md without failing the call, a case that fails does fail it, and a missing ragged_bench whose build fails
 leaves a profile.md that says so. Nothing here needs a GPU."""
 import os
-import stat
 import subprocess
-import sys
 import tempfile
+
+from stubs import executable, expect, finish
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 SCRIPT = os.path.join(ROOT, 'scripts', 'gpu-profile.sh')
@@ -17,18 +17,6 @@ if [ "${1:-}" = --query-metrics ]; then echo "Device metrics"; exit 0; fi
 exit "${NCU_RC:-0}"
 '''
 
-failures = []
-
-
-def expect(got, want, what):
-    if got != want:
-        failures.append('%s: got %r, want %r' % (what, got, want))
-
-
-def executable(path, text):
-    with open(path, 'w') as f:
-        f.write(text)
-    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
 def profile(work, with_bench=True, **env):
@@ -67,7 +55,4 @@ with tempfile.TemporaryDirectory() as work:
     expect(rc, 1, 'exit code, no ragged_bench and a failed build')
     expect('building ragged_bench failed' in md, True, 'profile.md says the build failed')
 
-for failure in failures:
-    print('FAIL', failure)
-print('%d failure(s)' % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -4,9 +4,10 @@ device's 8 files, the logs folded into logs.tar.gz), the seconds each script is 
 import os
 import re
 import subprocess
-import sys
 import tarfile
 import tempfile
+
+from stubs import expect, finish
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 SCRIPT = os.path.join(ROOT, 'scripts', 'gpu-session.sh')
@@ -33,12 +34,6 @@ echo sass > "$1/detail/case.sass.csv"
 exit "${PROFILE_RC:-0}"
 '''
 
-failures = []
-
-
-def expect(got, want, what):
-    if got != want:
-        failures.append('%s: got %r, want %r' % (what, got, want))
 
 
 def session(work, **env):
@@ -108,7 +103,4 @@ with tempfile.TemporaryDirectory() as work:
     run, out = session(work, RAGGED_DEADLINE='0560')
     expect(run.returncode, 2, 'a number with a leading zero (octal to bash) is refused')
 
-for failure in failures:
-    print('FAIL', failure)
-print('%d failure(s)' % len(failures))
-sys.exit(1 if failures else 0)
+finish()
