@@ -437,12 +437,18 @@ bool resolve_grid() {
   return true;
 }
 
-enum class Order { kForward, kReverse, kShuffle };
+// kWarps: each round runs only the first warp (in forward order) that has a ready thread, so a warp runs through
+// its warp collectives up to a block barrier (or its end) before the next warp starts: the most skew between the
+// warps of a block. In the other orders every ready thread runs once a round, so the warps of a block move in
+// lockstep from one collective to the next, and a missing barrier between two warps' uses of a shared buffer
+// passes wherever both uses sit in collectives (ldmatrix, mma).
+enum class Order { kForward, kReverse, kShuffle, kWarps };
 Order lane_order() {
   static const Order order = [] {
     const char* e = std::getenv("EMU_ORDER");
     if (e == nullptr || std::string(e) == "forward") return Order::kForward;
     if (std::string(e) == "reverse") return Order::kReverse;
+    if (std::string(e) == "warps") return Order::kWarps;
     return Order::kShuffle;
   }();
   return order;
@@ -475,14 +481,20 @@ void run_blocks(const std::vector<uint3>& blocks, std::size_t shared_bytes) {
     apply_protection();
   }
   const int count = static_cast<int>(S.order.size());
+  const auto warp_of = [threads](int t) { return (t / threads) * (threads + 31) / 32 + t % threads / 32; };
   for (;;) {
     bool ran = false;
+    int only_warp = -1;  // kWarps: the one warp this round runs
+    if (lane_order() == Order::kWarps)
+      for (int k = 0; k < count && only_warp < 0; ++k)
+        if (S.fibers[S.order[k]].state == State::kReady) only_warp = warp_of(S.order[k]);
     for (int k = 0; k < count; ++k) {
       const int t = S.order[k];
       Fiber& f = S.fibers[t];
       if (k + 1 < count) prefetch_fiber(S.order[k + 1]);
       if (k + 2 < count) prefetch_line(reinterpret_cast<const char*>(&S.fibers[S.order[k + 2]]));
       if (f.state != State::kReady) continue;
+      if (only_warp >= 0 && warp_of(t) != only_warp) continue;
       S.running = &f;
       g_current = &f.ts;
       emu_switch(&S.scheduler_sp, f.sp);

@@ -1,6 +1,8 @@
 // Emulator replacement for kernels/async_copy.cuh (tests/emu/build.sh copies it over the original). cp.async
 // copies land only when a cp.async.wait_group lets them: until then the destination keeps its old bytes, so a
-// kernel that reads a tile before waiting for it reads garbage here as it may on the GPU.
+// kernel that reads a tile before waiting for it reads garbage here as it may on the GPU. With EMU_CP_ASYNC=early
+// they land at issue instead (and again at the wait), the other end of what a GPU may do: a refill of a buffer
+// that other warps still read, without the barrier that should keep it back, then changes what they read.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,11 +22,20 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
+inline bool cp_async_lands_early() {
+  static const bool early = [] {
+    const char* mode = std::getenv("EMU_CP_ASYNC");
+    return mode != nullptr && std::strcmp(mode, "early") == 0;
+  }();
+  return early;
+}
+
 __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool valid) {
   ::emu::ThreadState::PendingCopy copy;
   copy.dst = ::emu::shared_pointer(dst, 16);
   if (valid) std::memcpy(copy.bytes, src, 16);  // the source is read at issue; it does not change in a kernel
   else std::memset(copy.bytes, 0, 16);          // src-size 0: the destination is zero-filled
+  if (cp_async_lands_early()) std::memcpy(copy.dst, copy.bytes, 16);
   ::emu::g_current->pending.push_back(copy);
 }
 
