@@ -175,6 +175,38 @@ Status lengths_to_offsets(void* d_workspace, std::size_t& workspace_bytes, DType
   });
 }
 
+Status offsets_to_lengths(void* d_workspace, std::size_t& workspace_bytes, DType offset_dtype, const void* d_offsets,
+                          std::int64_t batch, DType length_dtype, void* d_lengths, cudaStream_t stream) {
+  const char* op = "offsets_to_lengths";
+  return with_offset_type(offset_dtype, op, [&](auto offset_tag) {
+    using OffsetT = decltype(offset_tag);
+    return with_length_type(length_dtype, op, [&](auto length_tag) {
+      using LengthT = decltype(length_tag);
+      return ragged::offsets_to_lengths(d_workspace, workspace_bytes, static_cast<const OffsetT*>(d_offsets), batch,
+                                        static_cast<LengthT*>(d_lengths), stream);
+    });
+  });
+}
+
+Status max_length(void* d_workspace, std::size_t& workspace_bytes, DType offset_dtype, const void* d_offsets,
+                  std::int64_t batch, std::int64_t* d_max_length, cudaStream_t stream) {
+  return with_offset_type(offset_dtype, "max_length", [&](auto offset_tag) {
+    using OffsetT = decltype(offset_tag);
+    return ragged::max_length(d_workspace, workspace_bytes, static_cast<const OffsetT*>(d_offsets), batch,
+                              d_max_length, stream);
+  });
+}
+
+Status validate_offsets(void* d_workspace, std::size_t& workspace_bytes, DType offset_dtype, const void* d_offsets,
+                        std::int64_t batch, std::int64_t capacity, std::int64_t expected_nnz, CheckResult* d_check,
+                        cudaStream_t stream) {
+  return with_offset_type(offset_dtype, "validate_offsets", [&](auto offset_tag) {
+    using OffsetT = decltype(offset_tag);
+    return ragged::validate_offsets(d_workspace, workspace_bytes, static_cast<const OffsetT*>(d_offsets), batch,
+                                    capacity, expected_nnz, d_check, stream);
+  });
+}
+
 Status ragged_to_padded(void* d_workspace, std::size_t& workspace_bytes, const RaggedDesc& src, void* d_padded,
                         std::int64_t max_len, double pad_value, Align align, Truncate trunc, cudaStream_t stream) {
   const char* op = "ragged_to_padded";

@@ -37,6 +37,18 @@ Status lengths_to_offsets(void* d_workspace, std::size_t& workspace_bytes, DType
                           std::int64_t batch, DType offset_dtype, void* d_offsets, CheckResult* d_check,
                           cudaStream_t stream);
 
+// The other device functions of offsets.h. offset_dtype and length_dtype: kInt32 or kInt64; the max length is
+// int64 whatever the offsets' type.
+Status offsets_to_lengths(void* d_workspace, std::size_t& workspace_bytes, DType offset_dtype, const void* d_offsets,
+                          std::int64_t batch, DType length_dtype, void* d_lengths, cudaStream_t stream);
+
+Status max_length(void* d_workspace, std::size_t& workspace_bytes, DType offset_dtype, const void* d_offsets,
+                  std::int64_t batch, std::int64_t* d_max_length, cudaStream_t stream);
+
+Status validate_offsets(void* d_workspace, std::size_t& workspace_bytes, DType offset_dtype, const void* d_offsets,
+                        std::int64_t batch, std::int64_t capacity, std::int64_t expected_nnz, CheckResult* d_check,
+                        cudaStream_t stream);
+
 // d_padded: [src.batch, max_len, src.inner] of src.dtype. pad_value is converted to the element type: rounded
 // for the floating types, nonzero -> true for bool, truncated toward zero for the integer types, where a value
 // the type cannot hold (NaN, an infinity, out of range) returns kInvalidArgument. padded_to_ragged's fill alike.

@@ -33,6 +33,23 @@ TEST_CASE("dynamic entry points name an unsupported dtype", "[dynamic][errors]")
   REQUIRE(dynamic::lengths_to_offsets(nullptr, bytes, DType::kInt32, nullptr, 0, DType::kBool, nullptr, nullptr,
                                       nullptr) == Status::kUnsupportedDType);
   REQUIRE(std::string(last_error_message()) == "lengths_to_offsets: no kernel for offset type bool");
+
+  REQUIRE(dynamic::offsets_to_lengths(nullptr, bytes, DType::kFloat32, nullptr, 0, DType::kInt32, nullptr,
+                                      nullptr) == Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "offsets_to_lengths: no kernel for offset type float32");
+  REQUIRE(dynamic::offsets_to_lengths(nullptr, bytes, DType::kInt64, nullptr, 0, DType::kUInt8, nullptr,
+                                      nullptr) == Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "offsets_to_lengths: no kernel for length type uint8");
+  REQUIRE(dynamic::max_length(nullptr, bytes, DType::kBFloat16, nullptr, 0, nullptr, nullptr) ==
+          Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "max_length: no kernel for offset type bfloat16");
+  REQUIRE(dynamic::validate_offsets(nullptr, bytes, DType::kBool, nullptr, 0, 0, -1, nullptr, nullptr) ==
+          Status::kUnsupportedDType);
+  REQUIRE(std::string(last_error_message()) == "validate_offsets: no kernel for offset type bool");
+  // A supported type reaches the typed op's checks: a negative batch.
+  REQUIRE(dynamic::max_length(nullptr, bytes, DType::kInt32, nullptr, -2, nullptr, nullptr) ==
+          Status::kInvalidArgument);
+  REQUIRE(std::string(last_error_message()).find("batch") != std::string::npos);
 }
 
 TEST_CASE("dynamic conversions refuse a pad or fill value the element type cannot hold", "[dynamic][errors]") {

@@ -290,3 +290,75 @@ TEST_CASE("dynamic packing_order, pack and unpack match the reference", "[dynami
   REQUIRE(packed.to_host() == want_packed);
   REQUIRE(unpacked.to_host() == values);
 }
+
+TEST_CASE("dynamic offsets_to_lengths, max_length and validate_offsets match the host results",
+          "[dynamic][gpu][offsets]") {
+  auto rng = test::make_rng(75);
+  std::vector<std::int64_t> lengths = test::make_lengths(test::Regime::kZeroLengths, rng, 300);
+  lengths.push_back(41);  // the longest row last, never an all-empty batch
+  const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
+  std::vector<std::int32_t> offsets32(lengths.size() + 1);
+  std::vector<std::int64_t> offsets64(lengths.size() + 1);
+  REQUIRE_OK(lengths_to_offsets_host(lengths.data(), batch, offsets32.data()));
+  REQUIRE_OK(lengths_to_offsets_host(lengths.data(), batch, offsets64.data()));
+  DeviceBuffer<std::int32_t> d_offsets32(offsets32);
+  DeviceBuffer<std::int64_t> d_offsets64(offsets64);
+  const std::vector<std::int32_t> lengths32(lengths.begin(), lengths.end());
+
+  DeviceBuffer<std::int64_t> d_lengths64(static_cast<std::size_t>(batch));
+  DeviceBuffer<std::int32_t> d_lengths32(static_cast<std::size_t>(batch));
+  test::poison(d_lengths64);
+  test::poison(d_lengths32);
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return dynamic::offsets_to_lengths(p, bytes, DType::kInt32, d_offsets32.data(), batch, DType::kInt64,
+                                       d_lengths64.data(), nullptr);
+  }));
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return dynamic::offsets_to_lengths(p, bytes, DType::kInt64, d_offsets64.data(), batch, DType::kInt32,
+                                       d_lengths32.data(), nullptr);
+  }));
+  REQUIRE(d_lengths64.to_host() == lengths);
+  REQUIRE(d_lengths32.to_host() == lengths32);
+
+  const std::int64_t want_max = *std::max_element(lengths.begin(), lengths.end());
+  for (DType offset_dtype : {DType::kInt32, DType::kInt64}) {
+    INFO(dtype_name(offset_dtype));
+    const void* d_offsets = offset_dtype == DType::kInt32 ? static_cast<const void*>(d_offsets32.data())
+                                                          : static_cast<const void*>(d_offsets64.data());
+    DeviceBuffer<std::int64_t> d_max(1);
+    test::poison(d_max);
+    REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+      return dynamic::max_length(p, bytes, offset_dtype, d_offsets, batch, d_max.data(), nullptr);
+    }));
+    REQUIRE(d_max.to_host()[0] == want_max);
+  }
+
+  // Well-formed offsets pass (a poisoned result is reset); a decrease is named, as the typed op names it.
+  auto validate = [&](DType offset_dtype, const void* d_offsets, std::int64_t expected_nnz) {
+    DeviceBuffer<CheckResult> d_check(1);
+    test::poison(d_check);
+    REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+      return dynamic::validate_offsets(p, bytes, offset_dtype, d_offsets, batch, offsets64.back(), expected_nnz,
+                                       d_check.data(), nullptr);
+    }));
+    return d_check.to_host()[0];
+  };
+  REQUIRE(validate(DType::kInt32, d_offsets32.data(), offsets64.back()).ok());
+  REQUIRE(validate(DType::kInt64, d_offsets64.data(), -1).ok());
+  std::vector<std::int64_t> bad = offsets64;
+  const std::int64_t k = batch / 2;  // the lengths' count is random; at least 1 + the row of 41
+  bad[k + 1] = bad[k] + 1000000;   // entry k + 2 decreases, or entry batch passes the capacity
+  const std::int64_t bad_entry = k + 1 < batch ? k + 2 : batch;
+  DeviceBuffer<std::int64_t> d_bad(bad);
+  const CheckResult dynamic_result = validate(DType::kInt64, d_bad.data(), -1);
+  DeviceBuffer<CheckResult> d_typed(1);
+  test::poison(d_typed);
+  REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
+    return validate_offsets(p, bytes, d_bad.data(), batch, offsets64.back(), std::int64_t{-1}, d_typed.data(),
+                            nullptr);
+  }));
+  const CheckResult typed_result = d_typed.to_host()[0];
+  REQUIRE(dynamic_result.status() == Status::kInvalidOffsets);
+  REQUIRE(dynamic_result.index() == bad_entry);
+  REQUIRE(dynamic_result.code == typed_result.code);
+}
