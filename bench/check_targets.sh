@@ -28,6 +28,9 @@ for name in open(os.path.join(work, "names.txt")).read().split():
                          real_time=run["real_time"] * 2))
     # The SDPA timings scripts/torch_attention.py merges on the GPU machine.
     if name.startswith("attention/ragged/") and "/tile:" not in name:
+        # Its median 3/4 of its mean: held to flash (350) by the median (400 TFLOP/s) it meets 0.9x, by the mean
+        # (300) it would not.
+        run.update({"TFLOP/s": 300.0, "median_us": run["real_time"] * 0.75})
         case = re.sub(r"^attention/ragged/|/manual_time$", "", name)
         impls = ("torch_jagged", "torch_varlen", "torch_padded_mask")
         for impl in impls + (("torch_dense",) if case.startswith("pad0/") else ()):
@@ -97,6 +100,10 @@ for floor_rows, count, what in zip(floor_tables, (4, 10), ("sub-warp", "warp")):
 attention_rows = [line for line in text.splitlines() if re.match(r"\| pad\d", line)]
 assert attention_rows and all(line.split("|")[6].strip() == "350" for line in attention_rows), \
     "the torch flash column is not the fastest flash run (torch_varlen)"
+assert all(line.split("|")[7].strip() == "1.14" for line in attention_rows), \
+    "ragged is not held to PyTorch's medians by its own median"
+flash_verdict = [c.strip() for c in rows[next(k for k in rows if ">= 0.9 x PyTorch flash" in k)].split("|")[2:5]]
+assert flash_verdict[1] == "0", f"the flash target judged on ragged's mean: {flash_verdict}"
 # Each RNN case's step floors (bench/rnn_step_floor.h) pair with it, but for the hidden 2048 cases, which have no
 # persistent grid (bench/bench_rnn.cu).
 lines = text.splitlines()

@@ -98,6 +98,15 @@ benchmark::internal::Benchmark* register_gpu_benchmark(const std::string& name,
   return benchmark::RegisterBenchmark(name.c_str(), std::move(body))->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
+double median_of(std::vector<double>& values) {
+  const std::size_t middle = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle), values.end());
+  const double upper = values[middle];
+  if (values.size() % 2 != 0) return upper;
+  const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(middle));
+  return 0.5 * (lower + upper);
+}
+
 bool ok_or_skip(benchmark::State& state, Status status, const char* what) {
   if (status == Status::kSuccess) return true;
   state.SkipWithError((std::string(what) + ": " + status_string(status) + ": " + last_error_message()).c_str());

@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "bench/common/l2_flush.h"
 #include "ragged/status.h"
@@ -74,6 +75,9 @@ benchmark::internal::Benchmark* register_gpu_benchmark(const std::string& name,
 bool ok_or_skip(benchmark::State& state, Status status, const char* what);
 bool ok_or_skip(benchmark::State& state, cudaError_t error, const char* what);
 
+// The median of `values` (not empty; reordered): the mean of the two middle ones for an even count.
+double median_of(std::vector<double>& values);
+
 // What time_on_gpu measures besides the event time.
 enum class WriteBack {
   kLeftInL2,  // only the event time
@@ -85,6 +89,8 @@ enum class WriteBack {
 // Counter enqueue_us: the host's wall time inside `launch` per iteration. The GPU spends the flush (twice the
 // L2 read or written) waiting for nothing, so a launch that enqueues faster than that is not in the event time;
 // one that enqueues about as long as the event time (hundreds of launches, one per RNN step) may be what sets it.
+// Counter median_us: the median of the iterations' event times (the reported time is their mean): what a
+// comparison with PyTorch's timings, which report medians (scripts/torch_attention.py), holds ragged to.
 // Counter drained_us (WriteBack::kDrained): the event time plus the write-back of what the op left dirty in L2
 // (GpuTimer::enqueue_drain). Why: after a clean flush an op's last writes, up to the L2's size (50 MB on an
 // H100), can still sit in L2 at the stop event, so an op that writes (softmax and backward passes write their
@@ -103,6 +109,7 @@ void time_on_gpu_primed(benchmark::State& state, Launch&& launch, Prime&& prime,
   if (!ok_or_skip(state, cudaStreamSynchronize(timer.stream()), "warm-up synchronize")) return;
   int iteration = 0;
   double enqueue_seconds = 0.0, drained_seconds = 0.0;
+  std::vector<double> iteration_seconds;
   for (auto _ : state) {
     if (!ok_or_skip(state, timer.flush_l2(iteration++, how), "L2 flush")) break;
     if (!ok_or_skip(state, prime(timer.stream()), "priming launch")) break;
@@ -117,9 +124,13 @@ void time_on_gpu_primed(benchmark::State& state, Launch&& launch, Prime&& prime,
     if (drain && !ok_or_skip(state, timer.drain_elapsed(&write_back_seconds), "cudaEventElapsedTime(drain)")) break;
     drained_seconds += seconds + write_back_seconds;
     state.SetIterationTime(seconds);
+    iteration_seconds.push_back(seconds);
   }
   if (iteration > 0) {
     state.counters["enqueue_us"] = benchmark::Counter(enqueue_seconds * 1e6 / iteration);
+  }
+  if (!iteration_seconds.empty()) {
+    state.counters["median_us"] = benchmark::Counter(median_of(iteration_seconds) * 1e6);
     if (drain) state.counters["drained_us"] = benchmark::Counter(drained_seconds * 1e6 / iteration);
   }
 }
