@@ -54,8 +54,6 @@ __device__ __forceinline__ std::uint32_t halves_sum(uint4 x) {
 __global__ void __launch_bounds__(kFloorThreads)
     exchange_floor_kernel(const std::uint16_t* init, std::uint16_t* work, int batch, int row_halves,
                           int slice_halves, std::int64_t steps) {
-  // Dynamic, not a static __shared__ variable: the kernel emulator runs a cooperative grid's blocks at once and
-  // has one instance of a static one for all of them (docs/emulator.md).
   extern __shared__ std::uint32_t block_sum[];  // [1]
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   const std::int64_t elements = static_cast<std::int64_t>(batch) * row_halves;

@@ -3,7 +3,8 @@
 # $BUILD/tree, rewrites each kernel launch (k<<<grid, block, shared, stream>>>(args)) into a call of
 # emu::launch_body with a lambda that holds the arguments' values, taken at the launch as CUDA does, and calls
 # k with them (so template arguments are deduced as nvcc does), each
-# `extern __shared__` array into the emulator's dynamic shared memory and the inline PTX outside the replaced
+# `extern __shared__` array into the emulator's dynamic shared memory, each static `__shared__` variable into a
+# reference to the running block's own storage (emu::static_shared), the inline PTX outside the replaced
 # headers (ex2.approx) into its emulation, compiles every translation unit as host C++ with cuda_emu.h
 # force-included, and links each program named against the emulated runtime instead of libcudart: a GPU test
 # program (tests/gpu/<name>.cu) or ragged_bench, the benchmark program (bench/, with Google Benchmark).
@@ -42,7 +43,19 @@ find "$tree" \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.cpp' \)
     }gme;
     s{asm\("ex2\.approx\.ftz\.f32 %0, %1;\\n" : "=f"\((\w+)\) : "f"\((\w+)\)\);}{$1 = ::emu::ex2_approx_ftz($2);}g;
     s{extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([^\n;\[]*?)\s*(\w+)\[\];}{$1* $2 = reinterpret_cast<$1*>(::emu::dynamic_shared());}g;
+    s{^([ \t]*)__shared__[ \t]+(?:__align__\(\d+\)[ \t]+)?([^\n;\[=,]*?)[ \t]*(\w+)((?:\[[^\n;]*\])?);}{$1static char ${3}_emu_tag; auto& $3 = *reinterpret_cast<$2 (*)$4>(::emu::static_shared(&${3}_emu_tag, sizeof($2$4)));}gm;
   '
+# A `__shared__` left in code (not in a comment) is a declaration the rewrites above did not take (another form:
+# `static __shared__`, several names): as cuda_emu.h's plain `static` it would be one variable for every block.
+leftover="$(find "$tree" -path "$tree/tests/emu" -prune -o \
+                 \( -name '*.cu' -o -name '*.cuh' -o -name '*.h' -o -name '*.cpp' \) -print0 |
+  xargs -0 perl -0ne 's{/\*.*?\*/}{}gs; s{//[^\n]*}{}g; print "$ARGV\n" if /\b__shared__\b/')"
+if [[ -n "$leftover" ]]; then
+  echo "emu/build.sh: a __shared__ declaration it cannot rewrite (one name a line, starting it:" \
+       "[extern] __shared__ T name[...];) in:" >&2
+  echo "$leftover" >&2
+  exit 1
+fi
 
 # -fno-tree-vrp: g++ 12.2 at -O2 miscompiled segment_softmax's scalar row pass without it (host_compiler_check.cpp,
 # which must pass with these flags before anything is built).

@@ -88,6 +88,11 @@ void grid_barrier();  // cooperative_groups::this_grid().sync()
 void allow_dependent_grid();
 void wait_for_prior_grid();
 void* dynamic_shared();
+// The running block's storage of a static `__shared__` variable (build.sh rewrites each declaration into a
+// reference to it; `tag` is a static of the declaring function, so one per variable and instantiation): filled
+// with garbage at the block's first use, as a GPU block finds its shared memory, and the block's own, so that
+// the blocks of a cooperative grid, or of a normal one run at once (EMU_BLOCKS=waves), each have theirs.
+void* static_shared(const void* tag, std::size_t bytes);
 
 template <typename T>
 std::uint64_t to_bits(T v) {

@@ -7,6 +7,7 @@
 
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -153,6 +155,8 @@ struct Scheduler {
   int threads = 0;                                  // per block
   std::vector<GuardedShared> shared;  // per running block: dynamic shared memory + 16 spare bytes (unmapped)
   std::mt19937 rng{12345};
+  // Per running block: each static __shared__ variable's storage (static_shared), keyed by its tag.
+  std::vector<std::unordered_map<const void*, std::unique_ptr<std::max_align_t[]>>> static_shared;
 };
 Scheduler S;
 
@@ -167,6 +171,7 @@ struct DependentLaunch {
   bool check = false;        // ... and that one was recorded: its blocks run before_wait first
   bool before_wait = false;  // the running block has threads that have not passed the wait
   bool recording = false;    // the running kernel records its writes
+  bool early_trigger = false;  // a thread of the running kernel let its dependents go before its own wait
   bool protecting = false;   // device memory is not all read-write now
   std::map<char*, std::vector<unsigned char>> before;  // the running kernel's written pages, as they were
   char* stepping = nullptr;  // a page opened for one instruction (a read next to, not of, changed bytes)
@@ -463,6 +468,8 @@ void run_blocks(const std::vector<uint3>& blocks, std::size_t shared_bytes) {
   S.order.resize(n);
   S.shared.resize(blocks.size());
   for (auto& buffer : S.shared) buffer.assign(shared_bytes, 0xA5);  // garbage at the start, as on the GPU
+  S.static_shared.clear();
+  S.static_shared.resize(blocks.size());
   for (int t = 0; t < n; ++t) {
     Fiber& f = S.fibers[t];
     const int linear = t % threads;
@@ -656,9 +663,22 @@ void grid_barrier() {
 
 void* dynamic_shared() { return block_shared().data(); }
 
+void* static_shared(const void* tag, std::size_t bytes) {
+  auto& storage = S.static_shared[S.running->ts.slot][tag];
+  if (!storage) {  // the block's first use: garbage, as on the GPU
+    storage.reset(new std::max_align_t[(bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t)]);
+    std::memset(storage.get(), 0xA5, bytes);
+  }
+  return storage.get();
+}
+
 // Recording starts with the kernel (launch_body's `record`), since a write made before the call is no more
 // visible to the next kernel's code before its wait than one made after it.
-void allow_dependent_grid() {}
+// Before the wait, it lets the next kernel start while the one before may still run: that one's writes stay
+// unreadable to the next kernel's code before its wait, with this kernel's (launch_body).
+void allow_dependent_grid() {
+  if (S.running != nullptr && !S.running->waited) D.early_trigger = true;
+}
 
 void wait_for_prior_grid() {
   S.running->waited = true;
@@ -711,6 +731,7 @@ void launch_body(const char* name, const LaunchConfig& c, std::function<void()> 
     D.after_prior = after_prior;
     D.check = after_prior && D.prior_step != 0 && D.prior_step + 1 == step;
     if (!D.check) D.prior.clear();
+    D.early_trigger = false;
     D.recording = record;
     apply_protection();
     S.kernel = name;
@@ -720,30 +741,49 @@ void launch_body(const char* name, const LaunchConfig& c, std::function<void()> 
     g_grid_dim = c.grid;
     const char* order = std::getenv("EMU_BLOCKS");
     const bool reverse = order != nullptr && std::string(order) == "reverse";
+    const bool waves = order != nullptr && std::string(order) == "waves";
     std::vector<uint3> all;
     for (unsigned z = 0; z < c.grid.z; ++z)
       for (unsigned y = 0; y < c.grid.y; ++y)
         for (unsigned x = 0; x < c.grid.x; ++x) all.push_back(uint3{x, y, z});
     if (reverse) std::reverse(all.begin(), all.end());
+    // EMU_BLOCKS=waves: a normal launch runs as many blocks at once as the device holds (SMs times the blocks per
+    // SM the occupancy answer gives), their threads interleaved as a cooperative grid's, wave after wave: blocks
+    // that meet through global memory (arrival counters, the last one merging) then do so in other orders than
+    // one block after another.
+    const std::size_t wave =
+        waves ? static_cast<std::size_t>(std::max(1, sm_count() * resident_blocks(c.kernel, static_cast<int>(threads),
+                                                                                   c.shared)))
+              : 1;
     if (cooperative) run_blocks(all, c.shared);
     else
-      for (const uint3& b : all) run_blocks({b}, c.shared);
+      for (std::size_t first = 0; first < all.size(); first += wave)
+        run_blocks(std::vector<uint3>(all.begin() + static_cast<std::ptrdiff_t>(first),
+                                      all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), first + wave))),
+                   c.shared);
     S.running = nullptr;
     g_current = nullptr;
     // The bytes this kernel changed are what the next kernel may not read before its wait.
+    // A kernel that let its dependents go before its own wait (a chain A -> B -> C where B triggers early) lets
+    // C start while A may still run: A's changed bytes stay in the set with B's.
+    const bool keep_prior = D.check && D.early_trigger;
     D.after_prior = D.check = D.before_wait = false;
     D.recording = false;
     apply_protection();
-    D.prior.clear();
+    if (!keep_prior) D.prior.clear();
     for (const auto& [page, was] : D.before) {
       std::vector<bool> changed(was.size());
       bool any = false;
       for (std::size_t b = 0; b < was.size(); ++b) any |= changed[b] = page[b] != static_cast<char>(was[b]);
-      if (any) D.prior.emplace(page, std::move(changed));
+      if (!any) continue;
+      auto [at, added] = D.prior.emplace(page, changed);
+      if (!added)
+        for (std::size_t b = 0; b < changed.size(); ++b) at->second[b] = at->second[b] || changed[b];
     }
     D.before.clear();
     D.prior_step = record ? step : 0;
-    D.prior_kernel = name;
+    D.prior_kernel = keep_prior ? std::string(name) + " or a kernel it let run on by triggering before its wait"
+                                : std::string(name);
   });
 }
 

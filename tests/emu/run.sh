@@ -41,10 +41,14 @@ fi
 # one reads. test_attention:skewed runs each warp up to its block barrier before the next (EMU_ORDER=warps) with
 # cp.async copies landing at issue (EMU_CP_ASYNC=early): a refill of a K / V buffer without the barrier after its
 # last reads fails there, in the lockstep order it passed (a mutation that removed attention_mma.cu's barrier).
-runs=(test_rnn test_rnn:invariant test_segment_softmax test_attention test_convert test_segment_reduce
-      test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms test_rnn:65sms test_rnn:99kb test_rnn:99kb65
-      test_dynamic test_offsets test_masks test_packing test_dependent_launch test_convert:shuffled
-      test_offsets:shuffled test_masks:shuffled test_packing:shuffled test_attention:skewed)
+# The :waves runs run a launch's blocks as many at once as the device holds (EMU_BLOCKS=waves), their threads
+# interleaved: the segment ops' merge trees, whose last-arriving warp merges, then meet other arrival orders
+# across blocks than one block after another gives.
+runs=(test_rnn test_rnn:invariant test_segment_softmax test_segment_softmax:waves test_attention test_convert
+      test_segment_reduce test_segment_reduce:waves test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms
+      test_rnn:65sms test_rnn:99kb test_rnn:99kb65 test_dynamic test_offsets test_masks test_packing
+      test_dependent_launch test_convert:shuffled test_offsets:shuffled test_masks:shuffled test_packing:shuffled
+      test_attention:skewed)
 mapfile -t programs < <(printf '%s\n' "${runs[@]%%:*}" | awk '!seen[$0]++')
 declare -A sms=([test_rnn]=132 [test_rnn:invariant]=132 [test_rnn:20sms]=20 [test_rnn:19sms]=19 [test_rnn:65sms]=65
                 [test_rnn:99kb]=20 [test_rnn:99kb65]=65)
@@ -53,6 +57,7 @@ declare -A smem_optin=([test_rnn:99kb]=101376 [test_rnn:99kb65]=101376 [test_seg
 declare -A smem_per_sm=([test_rnn:99kb]=102400 [test_rnn:99kb65]=102400 [test_segment_reduce:100kb]=102400)
 # Resident blocks per SM the emulator allows (EMU_BLOCKS_PER_SM; it sees no registers), where not its default 2.
 declare -A blocks_per_sm=([test_segment_reduce:100kb]=3)
+declare -A block_order=([test_segment_reduce:waves]=waves [test_segment_softmax:waves]=waves)
 declare -A thread_order=([test_convert:shuffled]=shuffle [test_offsets:shuffled]=shuffle [test_masks:shuffled]=shuffle
                          [test_packing:shuffled]=shuffle [test_attention:skewed]=warps)
 # Catch2 test specs per run (also to exclude a known failure while it is being fixed: none now), as one
@@ -78,6 +83,7 @@ run_one() {
     "${smem_per_sm[$p]:+EMU_SMEM_PER_SM=${smem_per_sm[$p]}}" \
     "${blocks_per_sm[$p]:+EMU_BLOCKS_PER_SM=${blocks_per_sm[$p]}}" \
     "${thread_order[$p]:+EMU_ORDER=${thread_order[$p]} EMU_BLOCKS=reverse}" \
+    "${block_order[$p]:+EMU_BLOCKS=${block_order[$p]}}" \
     "$([[ ${thread_order[$p]:-} == warps ]] && echo EMU_CP_ASYNC=early)" \
     "\"$build/emu_${p%%:*}\" --rng-seed time --warn NoTests ${filters[$p]:-}" > "$build/logs/$p.txt" 2>&1 ||
     rc=$?

@@ -13,8 +13,9 @@ struct DeviceReduce {
   template <typename In, typename Out, typename NumItems, typename Op, typename T>
   static cudaError_t Reduce(void* temp, std::size_t& temp_bytes, In in, Out out, NumItems n, Op op, T init,
                             cudaStream_t stream = nullptr) {
-    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes);
-    return ::emu::shim::step("cub::DeviceReduce::Reduce", stream, [=]() mutable {
+    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes, static_cast<std::int64_t>(n));
+    return ::emu::shim::step_with_temp("cub::DeviceReduce::Reduce", temp, temp_bytes, static_cast<std::int64_t>(n),
+                                       stream, [=]() mutable {
       T acc = init;
       for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i) acc = op(acc, in[i]);
       *out = acc;

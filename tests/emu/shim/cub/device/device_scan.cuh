@@ -13,8 +13,9 @@ struct DeviceScan {
   template <typename In, typename Out, typename Op, typename NumItems>
   static cudaError_t InclusiveScan(void* temp, std::size_t& temp_bytes, In in, Out out, Op op, NumItems n,
                                    cudaStream_t stream = nullptr) {
-    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes);
-    return ::emu::shim::step("cub::DeviceScan::InclusiveScan", stream, [=]() mutable {
+    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes, static_cast<std::int64_t>(n));
+    return ::emu::shim::step_with_temp("cub::DeviceScan::InclusiveScan", temp, temp_bytes, static_cast<std::int64_t>(n),
+                                       stream, [=]() mutable {
       if (n <= 0) return;
       auto acc = in[0];
       out[0] = acc;
@@ -29,8 +30,9 @@ struct DeviceScan {
   template <typename In, typename Out, typename NumItems>
   static cudaError_t ExclusiveSum(void* temp, std::size_t& temp_bytes, In in, Out out, NumItems n,
                                   cudaStream_t stream = nullptr) {
-    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes);
-    return ::emu::shim::step("cub::DeviceScan::ExclusiveSum", stream, [=]() mutable {
+    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes, static_cast<std::int64_t>(n));
+    return ::emu::shim::step_with_temp("cub::DeviceScan::ExclusiveSum", temp, temp_bytes, static_cast<std::int64_t>(n),
+                                       stream, [=]() mutable {
       if (n <= 0) return;
       auto acc = in[0];
       acc = acc - acc;

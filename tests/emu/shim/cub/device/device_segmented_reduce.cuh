@@ -33,8 +33,8 @@ struct DeviceSegmentedReduce {
   template <typename In, typename Out, typename Begin, typename End>
   static cudaError_t ArgMax(void* temp, std::size_t& temp_bytes, In in, Out out, std::int64_t segments, Begin begin,
                             End end, cudaStream_t stream = nullptr) {
-    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes);
-    return ::emu::shim::step("cub::DeviceSegmentedReduce::ArgMax", stream, [=] {
+    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes, segments);
+    return ::emu::shim::step_with_temp("cub::DeviceSegmentedReduce::ArgMax", temp, temp_bytes, segments, stream, [=] {
       using T = std::remove_cv_t<std::remove_reference_t<decltype(in[0])>>;
       for (std::int64_t s = 0; s < segments; ++s) {
         KeyValuePair<int, T> best(1, std::numeric_limits<T>::lowest());
@@ -52,8 +52,8 @@ struct DeviceSegmentedReduce {
   template <typename In, typename Out, typename Begin, typename End, typename T, typename Op>
   static cudaError_t fold(const char* name, void* temp, std::size_t& temp_bytes, In in, Out out,
                           std::int64_t segments, Begin begin, End end, cudaStream_t stream, T init, Op op) {
-    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes);
-    return ::emu::shim::step(name, stream, [=] {
+    if (temp == nullptr) return ::emu::shim::temp_query(temp_bytes, segments);
+    return ::emu::shim::step_with_temp(name, temp, temp_bytes, segments, stream, [=] {
       for (std::int64_t s = 0; s < segments; ++s) {
         T acc = init;
         for (std::int64_t i = begin[s]; i < end[s]; ++i) acc = op(acc, in[i]);
