@@ -128,11 +128,10 @@ void time_on_gpu_primed(benchmark::State& state, Launch&& launch, Prime&& prime,
   }
   if (iteration > 0) {
     state.counters["enqueue_us"] = benchmark::Counter(enqueue_seconds * 1e6 / iteration);
-  }
-  if (!iteration_seconds.empty()) {
-    state.counters["median_us"] = benchmark::Counter(median_of(iteration_seconds) * 1e6);
     if (drain) state.counters["drained_us"] = benchmark::Counter(drained_seconds * 1e6 / iteration);
   }
+  if (!iteration_seconds.empty())
+    state.counters["median_us"] = benchmark::Counter(median_of(iteration_seconds) * 1e6);
 }
 
 // As time_on_gpu_primed with nothing run between the flush and the start event.
