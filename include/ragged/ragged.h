@@ -16,4 +16,5 @@
 #include "ragged/segment_reduce.h"
 #include "ragged/status.h"
 #include "ragged/tensor.h"
+#include "ragged/tensor_attention.h"
 #include "ragged/view.h"

@@ -30,6 +30,7 @@
 #include "ragged/buffer.h"
 #include "ragged/reference.h"
 #include "ragged/tensor.h"
+#include "ragged/tensor_attention.h"
 
 using namespace ragged;
 using test::HostAttention;
