@@ -104,14 +104,14 @@ Status with_any_type(DType dtype, const char* op, F&& f) {
   return with_packable_type(dtype, op, f);
 }
 
-// Calls f(T{}) for the floating-point types of the segment ops.
+// Calls f(T{}) for the floating-point types of the segment ops; `what` names the argument in the error.
 template <typename F>
-Status with_float_type(DType dtype, const char* op, F&& f) {
+Status with_float_type(DType dtype, const char* op, const char* what, F&& f) {
   switch (dtype) {
     case DType::kFloat32: return f(float{});
     case DType::kFloat16: return f(half{});
     case DType::kBFloat16: return f(bfloat16{});
-    default: return unsupported(op, "element type", dtype);
+    default: return unsupported(op, what, dtype);
   }
 }
 
@@ -120,7 +120,7 @@ Status with_float_type(DType dtype, const char* op, F&& f) {
 template <typename Desc, typename F>
 Status with_float_and_offset_types(const Desc& d, const char* op, F&& f) {
   return with_offset_type(d.offset_dtype, op, [&](auto offset_tag) {
-    return with_float_type(d.dtype, op, [&](auto value_tag) { return f(value_tag, offset_tag); });
+    return with_float_type(d.dtype, op, "element type", [&](auto value_tag) { return f(value_tag, offset_tag); });
   });
 }
 
@@ -304,7 +304,7 @@ Status lengths_to_additive_mask(void* d_workspace, std::size_t& workspace_bytes,
   const char* name = "lengths_to_additive_mask";
   return with_length_type(length_dtype, name, [&](auto length_tag) {
     using LengthT = decltype(length_tag);
-    return with_float_type(mask_dtype, name, [&](auto mask_tag) {
+    return with_float_type(mask_dtype, name, "mask type", [&](auto mask_tag) {
       using T = decltype(mask_tag);
       return ragged::lengths_to_additive_mask(d_workspace, workspace_bytes, static_cast<const LengthT*>(d_lengths),
                                               batch, max_len, align, static_cast<T*>(d_mask), d_check, stream);
@@ -381,7 +381,7 @@ Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnFor
                                                " but the layer is " + dtype_name(r.dtype));
   return with_offset_type(r.input.offset_dtype, name, [&](auto offset_tag) {
     using OffsetT = decltype(offset_tag);
-    return with_float_type(r.dtype, name, [&](auto value_tag) {
+    return with_float_type(r.dtype, name, "element type", [&](auto value_tag) {
       using T = decltype(value_tag);
       // The typed weight table (host). A stack with num_layers < 1 gets an empty one and the typed op's message.
       constexpr std::int64_t kMaxLayers = 1 << 16;

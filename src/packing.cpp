@@ -18,15 +18,6 @@ const char* offset_type_name() {
   return sizeof(OffsetT) == 4 ? "int32" : "int64";
 }
 
-// max_steps >= 0 and step_offsets' max_steps + 1 entries countable.
-Status check_max_steps(std::int64_t max_steps) {
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(max_steps, "layout.max_steps"));
-  if (max_steps == std::numeric_limits<std::int64_t>::max())
-    return fail(Status::kSizeOverflow, "layout.max_steps = " + std::to_string(max_steps) +
-                                           " leaves no room for step_offsets' max_steps + 1 entries");
-  return Status::kSuccess;
-}
-
 // Bits that hold every sort key: keys are lengths capped at min(max_steps, OffsetT max), so this is known on the
 // host without looking at the data. 0 when every key is 0.
 template <typename OffsetT>
@@ -47,7 +38,7 @@ Status check_move_args(const RaggedView<T, OffsetT>& ragged, const char* name, c
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(ragged.inner, (view + ".inner").c_str()));
   // The row's bytes on their own (the launch's row size): with nnz = 0 the element count does not bound them.
   RAGGED_RETURN_IF_ERROR(detail::check_product(ragged.inner, 1, 1, sizeof(T), (view + ".inner").c_str()));
-  RAGGED_RETURN_IF_ERROR(check_max_steps(layout.max_steps));
+  RAGGED_RETURN_IF_ERROR(detail::check_max_steps(layout.max_steps, "layout.max_steps"));
   RAGGED_RETURN_IF_ERROR(detail::check_equal(ragged.batch, layout.batch, (view + ".batch and layout.batch").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_product(ragged.nnz, ragged.inner, 1, sizeof(T), name));
   const std::int64_t elems = ragged.nnz * ragged.inner;
@@ -64,7 +55,7 @@ template <typename OffsetT>
 Status packing_order(void* d_workspace, std::size_t& workspace_bytes, const OffsetT* d_offsets, std::int64_t batch,
                      PackedLayout<OffsetT> layout, CheckResult* d_check, cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
-  RAGGED_RETURN_IF_ERROR(check_max_steps(layout.max_steps));
+  RAGGED_RETURN_IF_ERROR(detail::check_max_steps(layout.max_steps, "layout.max_steps"));
   RAGGED_RETURN_IF_ERROR(detail::check_equal(batch, layout.batch, "batch and layout.batch"));
   if (batch > std::numeric_limits<OffsetT>::max())
     return fail(Status::kSizeOverflow, "batch = " + std::to_string(batch) + " does not fit " +

@@ -129,9 +129,7 @@ Status check_args(const RnnArgs<T, OffsetT>& args) {
     return fail(Status::kSizeOverflow, "input.batch = " + std::to_string(in.batch) + " does not fit the " +
                                            (sizeof(OffsetT) == 4 ? "int32" : "int64") + " offset type");
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(in.nnz, "input.nnz"));
-  RAGGED_RETURN_IF_ERROR(detail::check_non_negative(args.max_steps, "max_steps"));
-  if (args.max_steps == std::numeric_limits<std::int64_t>::max())
-    return fail(Status::kSizeOverflow, "max_steps = " + std::to_string(args.max_steps) + " is too large");
+  RAGGED_RETURN_IF_ERROR(detail::check_max_steps(args.max_steps, "max_steps"));
   RAGGED_RETURN_IF_ERROR(detail::check_equal(in.inner, desc.input_size, "input.inner and desc.input_size"));
   RAGGED_RETURN_IF_ERROR(detail::check_product(in.nnz, in.inner, 1, sizeof(T), "input"));
   RAGGED_RETURN_IF_ERROR(detail::check_product(in.nnz, dirs * gate_rows, 1, sizeof(float), "input projections"));

@@ -52,6 +52,17 @@ inline Status check_batch(std::int64_t batch, const char* name) {
   return Status::kSuccess;
 }
 
+// The largest max_steps (packing, the RNN): its per-step arrays of max_steps + 1 entries must count in int64
+// bytes as a batch's offsets do, so that no size or grid computed from it can overflow.
+inline Status check_max_steps(std::int64_t max_steps, const char* name) {
+  const Status sign = check_non_negative(max_steps, name);
+  if (sign != Status::kSuccess) return sign;
+  if (max_steps > kMaxBatch)
+    return fail(Status::kSizeOverflow, std::string(name) + " = " + std::to_string(max_steps) +
+                                           " is too large: its max_steps + 1 per-step entries do not fit in memory");
+  return Status::kSuccess;
+}
+
 inline Status check_equal(std::int64_t a, std::int64_t b, const char* what) {
   if (a != b)
     return fail(Status::kInvalidArgument,

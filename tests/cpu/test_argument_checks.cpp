@@ -410,6 +410,11 @@ TEST_CASE("packing bad arguments are refused with a message naming them", "[pack
   REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kInvalidArgument, "max_steps");
   layout.max_steps = kInt64Max;  // step_offsets would need max_steps + 1 entries
   REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kSizeOverflow, "max_steps");
+  // Bounded as a batch is: past it, the scan and the grid over max_steps + 1 items would overflow.
+  for (const std::int64_t steps : {kMaxBatch + 1, kInt64Max - 1}) {
+    layout.max_steps = steps;
+    REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kSizeOverflow, "layout.max_steps");
+  }
   REQUIRE_FAILS(order(nullptr, 2, good), Status::kNullPointer, "offsets");
   PackedLayout<std::int32_t> empty{0, 0, nullptr, nullptr, nullptr, nullptr, steps};
   REQUIRE_FAILS(order(nullptr, 0, empty), Status::kNullPointer, "offsets");  // offsets always hold batch + 1
@@ -497,6 +502,8 @@ TEST_CASE("packing bad arguments are refused with a message naming them", "[pack
   layout = good;
   layout.max_steps = -1;
   REQUIRE_FAILS(pack(src, layout, packed), Status::kInvalidArgument, "max_steps");
+  layout.max_steps = kMaxBatch + 1;
+  REQUIRE_FAILS(pack(src, layout, packed), Status::kSizeOverflow, "layout.max_steps");
   layout = good;
   layout.step_offsets = nullptr;
   REQUIRE_FAILS(pack(src, layout, packed), Status::kNullPointer, "layout.step_offsets");
@@ -1052,8 +1059,10 @@ TEST_CASE("rnn_forward rejects bad arguments", "[rnn][errors]") {
     a.input.batch = std::int64_t{1} << 31;  // int32 offsets count the active sequences per step in int32
     REQUIRE_FAILS(query(a), Status::kSizeOverflow, "input.batch = 2147483648 does not fit the int32 offset type");
     a = good;
-    a.max_steps = kInt64Max;
-    REQUIRE_FAILS(query(a), Status::kSizeOverflow, "max_steps");
+    for (const std::int64_t steps : {kInt64Max, kInt64Max - 1, kMaxBatch + 1}) {
+      a.max_steps = steps;
+      REQUIRE_FAILS(query(a), Status::kSizeOverflow, "max_steps");
+    }
     a = good;
     a.desc.input_size = std::int64_t{1} << 31;  // cuBLAS sizes are int
     a.input.inner = a.desc.input_size;

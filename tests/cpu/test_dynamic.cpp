@@ -136,7 +136,7 @@ TEST_CASE("dynamic backward, mask and attention entry points name what is wrong"
   REQUIRE(std::string(last_error_message()) == "lengths_to_mask: no kernel for length type float32");
   REQUIRE(dynamic::lengths_to_additive_mask(nullptr, bytes, DType::kInt32, nullptr, 0, 0, Align::kLeft,
                                             DType::kInt64, nullptr, nullptr, nullptr) == Status::kUnsupportedDType);
-  REQUIRE(std::string(last_error_message()) == "lengths_to_additive_mask: no kernel for element type int64");
+  REQUIRE(std::string(last_error_message()) == "lengths_to_additive_mask: no kernel for mask type int64");
   // A supported combination reaches the typed op and its checks: a negative max_len.
   REQUIRE(dynamic::lengths_to_additive_mask(nullptr, bytes, DType::kInt64, nullptr, 1, -3, Align::kLeft,
                                             DType::kBFloat16, nullptr, nullptr, nullptr) != Status::kSuccess);
