@@ -88,11 +88,6 @@ inline bool rnn_algo_known(RnnAlgo algo) {
          algo == RnnAlgo::kPersistentStreamed;
 }
 
-// Runs the recurrence of one layer: max_steps steps, each over the slots j < active[t], on the path
-// plan_rnn_path gives `algo`.
-template <typename T>
-Status launch_rnn_recurrence(const RnnRecurrenceArgs<T>& args, RnnAlgo algo, cudaStream_t stream);
-
 // The persistent kernel's configuration for these shapes on the current device; `fits` false when the grid
 // cannot be co-resident (or its weights do not fit on chip, with `resident`; or the device has no cooperative
 // launch).
@@ -149,6 +144,12 @@ constexpr std::int64_t kAutoPerStepMaxHidden = 256;
 template <typename T>
 Status plan_rnn_path(RnnMode mode, std::int64_t hidden, std::int64_t state, std::int64_t proj, std::int64_t dirs,
                      RnnAlgo requested, RnnAlgo& path, RnnPersistentPlan& plan);
+
+// Runs the recurrence of one layer: max_steps steps, each over the slots j < active[t], on `path` (with `plan`)
+// as plan_rnn_path gave them; rnn_forward plans once, before it enqueues anything, for every layer.
+template <typename T>
+Status launch_rnn_recurrence(const RnnRecurrenceArgs<T>& args, RnnAlgo path, const RnnPersistentPlan& plan,
+                             cudaStream_t stream);
 
 // The persistent launch itself (plan.fits must be true).
 template <typename T>

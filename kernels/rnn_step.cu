@@ -125,19 +125,19 @@ Status launch_per_step(const RnnRecurrenceArgs<T>& a, cudaStream_t stream) {
 }  // namespace rnn
 
 template <typename T>
-Status launch_rnn_recurrence(const RnnRecurrenceArgs<T>& args, RnnAlgo algo, cudaStream_t stream) {
+Status launch_rnn_recurrence(const RnnRecurrenceArgs<T>& args, RnnAlgo path, const RnnPersistentPlan& plan,
+                             cudaStream_t stream) {
   if (args.batch == 0 || args.max_steps == 0) return Status::kSuccess;
-  RnnAlgo path = RnnAlgo::kPerStep;
-  RnnPersistentPlan plan;
-  const Status s = plan_rnn_path<T>(args.mode, args.hidden, args.state, args.proj, args.dirs, algo, path, plan);
-  if (s != Status::kSuccess) return s;
   if (path == RnnAlgo::kPerStep) return rnn::launch_per_step(args, stream);
   return launch_rnn_persistent(args, plan, stream);
 }
 
-template Status launch_rnn_recurrence<float>(const RnnRecurrenceArgs<float>&, RnnAlgo, cudaStream_t);
-template Status launch_rnn_recurrence<__half>(const RnnRecurrenceArgs<__half>&, RnnAlgo, cudaStream_t);
-template Status launch_rnn_recurrence<__nv_bfloat16>(const RnnRecurrenceArgs<__nv_bfloat16>&, RnnAlgo, cudaStream_t);
+#define RAGGED_INSTANTIATE_RNN_RECURRENCE(T) \
+  template Status launch_rnn_recurrence<T>(const RnnRecurrenceArgs<T>&, RnnAlgo, const RnnPersistentPlan&, cudaStream_t);
+
+RAGGED_INSTANTIATE_RNN_RECURRENCE(float)
+RAGGED_INSTANTIATE_RNN_RECURRENCE(__half)
+RAGGED_INSTANTIATE_RNN_RECURRENCE(__nv_bfloat16)
 
 }  // namespace detail
 }  // namespace ragged

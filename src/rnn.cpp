@@ -313,19 +313,27 @@ template <typename T, typename OffsetT>
 Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArgs<T, OffsetT>& args,
                    cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_args(args));
+  // The recurrent path, the same for every layer (shapes, dtype and device). Planned before anything is enqueued,
+  // so that a forced persistent path that cannot run is refused at once, by the query as by the run; a query with
+  // kAuto or kPerStep needs no device.
+  const RnnDesc& desc = args.desc;
+  const std::int64_t dirs = rnn_directions(desc), S = rnn_state_size(desc), H = desc.hidden_size;
+  const bool lstm = desc.mode == RnnMode::kLstm;
+  const std::int64_t proj = lstm ? desc.proj_size : 0;
+  const bool forced_persistent = args.algo == RnnAlgo::kPersistent || args.algo == RnnAlgo::kPersistentStreamed;
+  RnnAlgo path = RnnAlgo::kPerStep;
+  detail::RnnPersistentPlan plan;
+  if (d_workspace != nullptr || forced_persistent)
+    RAGGED_RETURN_IF_ERROR(detail::plan_rnn_path<T>(desc.mode, H, S, proj, dirs, args.algo, path, plan));
   detail::WorkspaceLayout pieces(d_workspace);
   RnnScratch<T, OffsetT> s;
   RAGGED_RETURN_IF_ERROR(carve(pieces, d_workspace == nullptr, args, s));
   RAGGED_RETURN_IF_ERROR(pieces.finish(workspace_bytes, "rnn_forward"));
   if (d_workspace == nullptr) return Status::kSuccess;
 
-  const RnnDesc& desc = args.desc;
   const RaggedView<const T, OffsetT>& in = args.input;
   const std::int64_t B = in.batch, nnz = in.nnz;
-  const std::int64_t dirs = rnn_directions(desc), S = rnn_state_size(desc), H = desc.hidden_size;
   const int G = rnn_gate_count(desc.mode);
-  const bool lstm = desc.mode == RnnMode::kLstm;
-  const std::int64_t proj = lstm ? desc.proj_size : 0;
   // packing_order resets args.check and records sequences longer than max_steps there.
   RAGGED_RETURN_IF_ERROR(
       packing_order<OffsetT>(s.packing, s.packing_bytes, in.offsets, B, s.layout, args.check, stream));
@@ -406,7 +414,7 @@ Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArg
       rec.b_hh[d] = desc.bias ? w[d].b_hh : nullptr;
       rec.w_hr[d] = proj > 0 ? w[d].w_hr : nullptr;
     }
-    if (nnz > 0) RAGGED_RETURN_IF_ERROR(detail::launch_rnn_recurrence(rec, args.algo, stream));
+    if (nnz > 0) RAGGED_RETURN_IF_ERROR(detail::launch_rnn_recurrence(rec, path, plan, stream));
     RAGGED_RETURN_IF_ERROR(detail::launch_rnn_final_state(state, stream));
     layer_in = layer_out;
   }

@@ -87,16 +87,21 @@ class Rnn {
       throw Error(Status::kInvalidArgument, "Rnn::forward: x has inner size " + std::to_string(x.inner()) +
                                                 ", the layer takes input_size " + std::to_string(desc_.input_size));
     const bool lstm = desc_.mode == RnnMode::kLstm;
-    const std::int64_t slots = desc_.num_layers * rnn_directions(desc_), B = x.batch();
-    const std::int64_t state = rnn_state_size(desc_);
-    check_state(h0, slots * B * state, "h0");
+    // [num_layers * directions, batch, size] state elements, checked before anything is compared or allocated.
+    const std::int64_t sequences = detail::checked_product(desc_.num_layers * rnn_directions(desc_), x.batch(),
+                                                           "Rnn::forward: num_layers * directions * batch");
+    const std::int64_t h_elements =
+        detail::checked_product(sequences, rnn_state_size(desc_), "Rnn::forward: h0 / hn elements");
+    const std::int64_t c_elements =
+        detail::checked_product(sequences, desc_.hidden_size, "Rnn::forward: c0 / cn elements");
+    check_state(h0, h_elements, "h0");
     if (c0 != nullptr && !lstm) throw Error(Status::kInvalidArgument, "Rnn::forward: c0 given to a GRU");
-    check_state(c0, slots * B * desc_.hidden_size, "c0");
+    check_state(c0, c_elements, "c0");
 
     RnnResult<T, OffsetT> result;
-    result.output = x.empty_like({rnn_directions(desc_) * state});
-    result.hn = DeviceBuffer<T>(static_cast<std::size_t>(slots * B * state), stream_);
-    if (lstm) result.cn = DeviceBuffer<T>(static_cast<std::size_t>(slots * B * desc_.hidden_size), stream_);
+    result.output = x.empty_like({rnn_directions(desc_) * rnn_state_size(desc_)});
+    result.hn = DeviceBuffer<T>(static_cast<std::size_t>(h_elements), stream_);
+    if (lstm) result.cn = DeviceBuffer<T>(static_cast<std::size_t>(c_elements), stream_);
 
     RnnArgs<T, OffsetT> args;
     args.desc = desc_;

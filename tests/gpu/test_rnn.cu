@@ -1145,6 +1145,41 @@ TEST_CASE("rnn_forward refuses a short workspace and a persistent kernel that ca
     REQUIRE_OK(rnn_select_algo<float>(big, RnnAlgo::kAuto, chosen));
     REQUIRE(chosen == RnnAlgo::kPerStep);
   }
+  SECTION("a forced persistent kernel that cannot fit is refused by the query and by the run, which enqueues "
+          "nothing") {
+    // Two float layers of hidden 1536: each W_hh is 37.7 MB, past the shared memory of any grid of an H100-class
+    // device (a block of 12 units would need 295 KB), so kPersistent cannot run. The run used to find that out
+    // only at the first layer's recurrence, after it had cleared the output of a multi-layer stack.
+    const RnnDesc wide = make_desc(RnnMode::kLstm, 6, 1536, 0, 2, false);
+    RnnAlgo chosen = RnnAlgo::kAuto;
+    REQUIRE(rnn_select_algo<float>(wide, RnnAlgo::kPersistent, chosen) == Status::kUnsupportedShape);
+    Model<float> wide_model(wide, rng);
+    const auto wide_in = make_inputs<float, std::int32_t>(wide, {4, 2, 0, 5}, rng);
+    DeviceBuffer<float> wx(wide_in.x.values), wh0(wide_in.h0), wc0(wide_in.c0), wout(wide_in.x.nnz * 1536),
+        whn(wide_in.h0.size()), wcn(wide_in.c0.size());
+    DeviceBuffer<std::int32_t> woffsets(wide_in.x.offsets);
+    Options forced;
+    forced.algo = RnnAlgo::kPersistent;
+    const RnnArgs<float, std::int32_t> args = make_args(wide_model, wx, woffsets, wide_in, wh0, wc0, wout, whn, wcn,
+                                                        forced, cublas.handle, static_cast<CheckResult*>(nullptr));
+    std::size_t wide_bytes = 0;
+    REQUIRE(rnn_forward<float, std::int32_t>(nullptr, wide_bytes, args, nullptr) == Status::kUnsupportedShape);
+    REQUIRE_THAT(std::string(last_error_message()), Catch::Contains("persistent"));
+    RnnArgs<float, std::int32_t> automatic = args;
+    automatic.algo = RnnAlgo::kAuto;
+    REQUIRE_OK((rnn_forward<float, std::int32_t>(nullptr, wide_bytes, automatic, nullptr)));
+    DeviceBuffer<unsigned char> workspace(wide_bytes);
+    test::poison(wout);
+    test::poison(whn);
+    test::poison(wcn);
+    REQUIRE(rnn_forward<float, std::int32_t>(workspace.data(), wide_bytes, args, nullptr) ==
+            Status::kUnsupportedShape);
+    REQUIRE_CUDA(cudaDeviceSynchronize());
+    for (DeviceBuffer<float>* untouched : {&wout, &whn, &wcn}) {
+      const std::vector<float> host = untouched->to_host();
+      REQUIRE(std::count_if(host.begin(), host.end(), [](float v) { return !test::is_poison(v); }) == 0);
+    }
+  }
 }
 
 TEST_CASE("rnn_select_algo runs small layers step by step, keeps mid-sized recurrent weights on chip, and "
