@@ -47,12 +47,12 @@ fi
 # (153 s here; all 56 cases took 1089 s of a 64-minute CI run).
 runs=(test_rnn test_rnn:invariant test_segment_softmax test_segment_softmax:waves test_attention test_convert
       test_segment_reduce test_segment_reduce:waves test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms
-      test_rnn:65sms test_rnn:99kb test_rnn:99kb65 test_dynamic test_offsets test_masks test_packing
-      test_dependent_launch test_convert:shuffled test_offsets:shuffled test_masks:shuffled test_packing:shuffled
-      test_attention:skewed)
+      test_rnn:65sms test_rnn:99kb test_rnn:99kb65 test_dynamic test_workspace_query test_offsets test_masks
+      test_packing test_dependent_launch test_convert:shuffled test_offsets:shuffled test_masks:shuffled
+      test_packing:shuffled test_attention:skewed)
 mapfile -t programs < <(printf '%s\n' "${runs[@]%%:*}" | awk '!seen[$0]++')
 declare -A sms=([test_rnn]=132 [test_rnn:invariant]=132 [test_rnn:20sms]=20 [test_rnn:19sms]=19 [test_rnn:65sms]=65
-                [test_rnn:99kb]=20 [test_rnn:99kb65]=65)
+                [test_rnn:99kb]=20 [test_rnn:99kb65]=65 [test_workspace_query]=132)
 # A 99 KB device (sm_86, sm_89) holds 100 KB per SM: one such block.
 declare -A smem_optin=([test_rnn:99kb]=101376 [test_rnn:99kb65]=101376 [test_segment_reduce:100kb]=101376)
 declare -A smem_per_sm=([test_rnn:99kb]=102400 [test_rnn:99kb65]=102400 [test_segment_reduce:100kb]=102400)
