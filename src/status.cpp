@@ -29,8 +29,8 @@ const char* status_string(Status status) {
 
 const char* last_error_message() { return g_last_error.c_str(); }
 
-Status fail(Status status, const std::string& message) {
-  g_last_error = message;
+Status fail(Status status, const char* message) {
+  g_last_error = message != nullptr ? message : "";
   return status;
 }
 
@@ -49,11 +49,6 @@ Status from_cuda(cudaError_t error, const char* what) {
 
 void throw_if_error(Status status) {
   if (status != Status::kSuccess) throw Error(status, last_error_message());
-}
-
-std::string describe(const CheckResult& result, const char* what) {
-  if (result.ok()) return "ok";
-  return std::string(status_string(result.status())) + " at " + what + "[" + std::to_string(result.index()) + "]";
 }
 
 }  // namespace ragged

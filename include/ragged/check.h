@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "ragged/status.h"
 
@@ -19,7 +20,11 @@ struct CheckResult {
   std::int64_t index() const { return ok() ? -1 : static_cast<std::int64_t>(code >> 8); }
 };
 
-// Human-readable description of a copied-back result, e.g. "invalid offsets at offsets[3]".
-std::string describe(const CheckResult& result, const char* what = "offsets");
+// Human-readable description of a copied-back result, e.g. "invalid offsets at offsets[3]". Inline, as every
+// function returning a std::string here: the library's symbols take and return none.
+inline std::string describe(const CheckResult& result, const char* what = "offsets") {
+  if (result.ok()) return "ok";
+  return std::string(status_string(result.status())) + " at " + what + "[" + std::to_string(result.index()) + "]";
+}
 
 }  // namespace ragged

@@ -30,8 +30,11 @@ const char* status_string(Status status);
 // The message of the most recent failure on this thread ("" if none). Valid until the next failing call.
 const char* last_error_message();
 
-// Records `message` as this thread's last error and returns `status`: `return fail(Status::kX, "...")`.
-Status fail(Status status, const std::string& message);
+// Records `message` as this thread's last error and returns `status`: `return fail(Status::kX, "...")`. The
+// library's own symbol takes a C string, so that no std::string crosses it: a consumer built with the other
+// libstdc++ string ABI (-D_GLIBCXX_USE_CXX11_ABI=0) links against it all the same.
+Status fail(Status status, const char* message);
+inline Status fail(Status status, const std::string& message) { return fail(status, message.c_str()); }
 
 // Turns a CUDA error into kCudaError (kNoDevice for cudaErrorNoDevice / cudaErrorInsufficientDriver) with a
 // message naming `what`; kSuccess for cudaSuccess. A failure also clears the runtime's last error

@@ -2,7 +2,9 @@
 // GPU is present.
 #include <ragged/ragged.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 int main() {
@@ -19,6 +21,19 @@ int main() {
     return 1;
   }
   std::printf("consumer: host API ok (%s)\n", ragged::last_error_message());
+  // The error helpers whose messages are strings.
+  if (ragged::fail(ragged::Status::kInvalidArgument, std::string("consumer's own message")) !=
+          ragged::Status::kInvalidArgument ||
+      std::string(ragged::last_error_message()) != "consumer's own message") {
+    std::printf("consumer: fail() did not record the message\n");
+    return 1;
+  }
+  ragged::CheckResult check;
+  check.code = (std::uint64_t{3} << 8) | static_cast<unsigned>(ragged::Status::kInvalidOffsets);
+  if (ragged::describe(check) != "invalid offsets at offsets[3]") {
+    std::printf("consumer: describe() gave '%s'\n", ragged::describe(check).c_str());
+    return 1;
+  }
 
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
