@@ -40,27 +40,26 @@ inline Status check_non_negative(std::int64_t value, const char* name) {
 }
 
 // The largest batch: its batch + 1 offsets (or any per-sequence array of 8-byte elements, plus one) must count
-// in int64 bytes, so that no size computed from it can overflow.
+// in int64 bytes, so that no size computed from it can overflow. max_steps (packing, the RNN) has the same bound:
+// its per-step arrays hold max_steps + 1 entries.
 constexpr std::int64_t kMaxBatch = std::numeric_limits<std::int64_t>::max() / 16;
 
-inline Status check_batch(std::int64_t batch, const char* name) {
-  const Status sign = check_non_negative(batch, name);
+// 0 <= count <= kMaxBatch; `arrays` says what would not fit past the bound.
+inline Status check_count(std::int64_t count, const char* name, const char* arrays) {
+  const Status sign = check_non_negative(count, name);
   if (sign != Status::kSuccess) return sign;
-  if (batch > kMaxBatch)
-    return fail(Status::kSizeOverflow, std::string(name) + " = " + std::to_string(batch) +
-                                           " is too large: its batch + 1 offsets do not fit in memory");
+  if (count > kMaxBatch)
+    return fail(Status::kSizeOverflow, std::string(name) + " = " + std::to_string(count) + " is too large: its " +
+                                           arrays + " do not fit in memory");
   return Status::kSuccess;
 }
 
-// The largest max_steps (packing, the RNN): its per-step arrays of max_steps + 1 entries must count in int64
-// bytes as a batch's offsets do, so that no size or grid computed from it can overflow.
+inline Status check_batch(std::int64_t batch, const char* name) {
+  return check_count(batch, name, "batch + 1 offsets");
+}
+
 inline Status check_max_steps(std::int64_t max_steps, const char* name) {
-  const Status sign = check_non_negative(max_steps, name);
-  if (sign != Status::kSuccess) return sign;
-  if (max_steps > kMaxBatch)
-    return fail(Status::kSizeOverflow, std::string(name) + " = " + std::to_string(max_steps) +
-                                           " is too large: its max_steps + 1 per-step entries do not fit in memory");
-  return Status::kSuccess;
+  return check_count(max_steps, name, "max_steps + 1 per-step entries");
 }
 
 inline Status check_equal(std::int64_t a, std::int64_t b, const char* what) {
