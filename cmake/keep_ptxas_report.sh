@@ -20,7 +20,12 @@ status=$?
 grep -v -e '^ptxas info' -e '^    [0-9][0-9]* bytes stack frame' "$stderr_file" >&2
 if [ "$status" -eq 0 ] && [ -n "$object" ]; then
   report="$report_dir/$(basename "$object").txt"
-  grep -e '^ptxas info' -e '^    [0-9][0-9]* bytes stack frame' "$stderr_file" > "$report.tmp"
+  # The first line names the object, so that the check can drop the report of a source that is gone.
+  case $object in
+    /*) echo "# object $object" ;;
+    *) echo "# object $(pwd)/$object" ;;
+  esac > "$report.tmp"
+  grep -e '^ptxas info' -e '^    [0-9][0-9]* bytes stack frame' "$stderr_file" >> "$report.tmp"
   mv "$report.tmp" "$report"
 fi
 rm -f "$stderr_file"

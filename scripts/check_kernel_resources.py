@@ -6,15 +6,20 @@ REPORT_DIR/<object>.txt (cmake/keep_ptxas_report.sh, RAGGED_KERNEL_RESOURCES). A
 through local memory, a cost no CPU test sees and that a GPU run shows only as a slower benchmark, often sessions
 after the change that caused it. This check fails where a kernel, or a function it calls, spills more bytes than
 EXPECTED lists for it on that architecture, and where a listed spill is gone or smaller (the list then says more
-than the code: --update rewrites it). Kernels that spill nothing need no entry. Architectures absent from the
-reports (a build for sm_90 alone) are not checked.
+than the code: --update rewrites it). Kernels that spill nothing need no entry.
 
-  check_kernel_resources.py REPORT_DIR EXPECTED [--update]
+The list says which architectures and which nvcc it was made for ("# architectures:" and "# nvcc:" lines): only
+those architectures are checked (a build for sm_90 alone checks sm_90; one for sm_86 checks nothing), and a build
+with another nvcc release (--nvcc MAJOR.MINOR, from CMake) is skipped, since ptxas allocates registers differently
+from one release to the next. Reports whose object file is gone (a source removed) are ignored.
+
+  check_kernel_resources.py REPORT_DIR EXPECTED [--nvcc MAJOR.MINOR] [--update]
 
 Names are demangled, nvcc's per-file anonymous namespaces written as "(anonymous namespace)" and CCCL's namespaces
 without the architectures they were built for, so that entries depend on neither where the sources sit nor the
-architecture list. Exit 77 (ctest: skipped) when REPORT_DIR holds no report.
+architecture list. Exit 77 (ctest: skipped) when nothing can be checked.
 """
+import argparse
 import re
 import subprocess
 import sys
@@ -43,6 +48,17 @@ def demangle(names):
     return [CCCL_ARCHS.sub(r"\1_\2", ANONYMOUS.sub("(anonymous namespace)", line)) for line in lines]
 
 
+def current_reports(report_dir):
+    """The reports whose object file still exists (keep_ptxas_report.sh names it on the first line)."""
+    reports = []
+    for report in sorted(Path(report_dir).glob("*.txt")):
+        first = report.read_text().split("\n", 1)[0]
+        if first.startswith("# object ") and not Path(first[len("# object "):]).exists():
+            continue
+        reports.append(report)
+    return reports
+
+
 def read_reports(report_dir):
     """{(arch, kernel, function): [stores, loads]} and {(arch, kernel): registers} over every report.
 
@@ -50,7 +66,7 @@ def read_reports(report_dir):
     it calls that was not inlined; a called function's spills count against the kernel that calls it."""
     raw = []  # (arch, kernel mangled, function mangled, stores, loads)
     registers = {}
-    for report in sorted(Path(report_dir).glob("*.txt")):
+    for report in current_reports(report_dir):
         arch = kernel = function = None
         for line in report.read_text().splitlines():
             m = ENTRY.match(line)
@@ -81,11 +97,18 @@ def read_reports(report_dir):
 
 
 def read_expected(path):
-    """{(arch, kernel, callee): [stores, loads]} from lines 'arch<TAB>stores<TAB>loads<TAB>kernel[<TAB>callee]'."""
-    expected = {}
+    """({(arch, kernel, callee): [stores, loads]}, architectures, nvcc) from EXPECTED: data lines
+    'arch<TAB>stores<TAB>loads<TAB>kernel[<TAB>callee]', and '# architectures: ...' / '# nvcc: ...' lines."""
+    expected, archs, nvcc = {}, set(), None
     if not Path(path).exists():
-        return expected
+        return expected, archs, nvcc
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if line.startswith("# architectures:"):
+            archs.update(line.split(":", 1)[1].split())
+            continue
+        if line.startswith("# nvcc:"):
+            nvcc = line.split(":", 1)[1].strip()
+            continue
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t")
@@ -93,16 +116,18 @@ def read_expected(path):
             raise SystemExit("%s:%d: expected arch, stores, loads, kernel[, callee] separated by tabs" % (path, number))
         callee = fields[4] if len(fields) == 5 else ""
         expected[(fields[0], fields[3], callee)] = [int(fields[1]), int(fields[2])]
-    return expected
+        archs.add(fields[0])
+    return expected, archs, nvcc
 
 
-def write_expected(path, spills, kept):
+def write_expected(path, spills, kept, archs, nvcc):
     header = [
         "# Register spills each library kernel is known to have (ptxas, nvcc --resource-usage): checked by ctest",
         "# kernel_resources (scripts/check_kernel_resources.py). One line per kernel, or per function it calls that",
         "# was not inlined, that spills: arch, spill store and load bytes, kernel[, callee], separated by tabs.",
         "# A kernel missing here must spill nothing. Rewrite with: check_kernel_resources.py REPORT_DIR THIS --update",
-    ]
+        "# architectures: " + " ".join(sorted(archs)),
+    ] + (["# nvcc: " + nvcc] if nvcc else [])
     rows = {**kept, **{k: v for k, v in spills.items() if v[0] > 0 or v[1] > 0}}
     lines = []
     for (arch, kernel, callee), (stores, loads) in sorted(rows.items()):
@@ -110,23 +135,47 @@ def write_expected(path, spills, kept):
     Path(path).write_text("\n".join(header + lines) + "\n")
 
 
+def major_minor(version):
+    return ".".join(version.split(".")[:2]) if version else None
+
+
 def main(argv):
-    if len(argv) not in (3, 4) or (len(argv) == 4 and argv[3] != "--update"):
-        print(__doc__, file=sys.stderr)
-        return 2
-    report_dir, expected_path, update = argv[1], argv[2], len(argv) == 4
-    if not any(Path(report_dir).glob("*.txt")):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("report_dir")
+    parser.add_argument("expected")
+    parser.add_argument("--nvcc", help="the nvcc release that built the reports (MAJOR.MINOR[.PATCH])")
+    parser.add_argument("--update", action="store_true", help="rewrite EXPECTED from the reports")
+    args = parser.parse_args(argv[1:])
+    report_dir, expected_path = args.report_dir, args.expected
+    if not current_reports(report_dir):
         print("kernel resources: no ptxas report in %s (configure with -DRAGGED_KERNEL_RESOURCES=ON); skipped"
               % report_dir)
         return SKIP
     spills, registers = read_reports(report_dir)
-    archs = sorted({arch for arch, _ in registers})
-    expected = read_expected(expected_path)
-    checked = {k: v for k, v in expected.items() if k[0] in archs}
-    if update:
-        write_expected(expected_path, spills, {k: v for k, v in expected.items() if k[0] not in archs})
+    built = {arch for arch, _ in registers}
+    expected, listed_archs, listed_nvcc = read_expected(expected_path)
+    nvcc = major_minor(args.nvcc)
+    if args.update:
+        if nvcc and listed_nvcc and nvcc != listed_nvcc:  # another release: its other architectures are stale
+            expected, listed_archs = {}, set()
+        kept = {k: v for k, v in expected.items() if k[0] not in built}
+        write_expected(expected_path, spills, kept, listed_archs | built, nvcc or listed_nvcc)
         print("kernel resources: wrote %s" % expected_path)
         return 0
+    if nvcc and listed_nvcc and nvcc != listed_nvcc:
+        print("kernel resources: built with nvcc %s, the list is nvcc %s's (ptxas allocates registers differently "
+              "from one release to the next); skipped" % (nvcc, listed_nvcc))
+        return SKIP
+    archs = sorted(built & listed_archs)
+    for arch in sorted(built - listed_archs):
+        print("kernel resources: %s is not in the list (made for %s): not checked"
+              % (arch, " ".join(sorted(listed_archs)) or "no architecture"))
+    if not archs:
+        print("kernel resources: no architecture built is in the list; skipped")
+        return SKIP
+    spills = {k: v for k, v in spills.items() if k[0] in archs}
+    registers = {k: v for k, v in registers.items() if k[0] in archs}
+    checked = {k: v for k, v in expected.items() if k[0] in archs}
 
     def describe(key):
         arch, kernel, callee = key
@@ -154,8 +203,8 @@ def main(argv):
     if problems:
         for p in problems:
             print("kernel resources: " + p)
-        print("kernel resources: %d problem(s). If the change is meant, rewrite the list: %s %s %s --update"
-              % (len(problems), argv[0], report_dir, expected_path))
+        print("kernel resources: %d problem(s). If the change is meant, rewrite the list: %s %s %s%s --update"
+              % (len(problems), argv[0], report_dir, expected_path, " --nvcc " + nvcc if nvcc else ""))
         return 1
     print("kernel resources: %d kernels or callees spill, each as listed in %s" % (spilling, expected_path))
     return 0

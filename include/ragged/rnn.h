@@ -143,8 +143,9 @@ struct RnnArgs {
 // Runs the whole stack. Output rows that belong to no sequence (past offsets[batch], or past max_steps) hold no
 // result: untouched with one layer; zero with several (the layers in between read them back through the next layer's
 // input GEMM, so they are cleared first rather than read uninitialised). Errors: kInvalidArgument / kNullPointer /
-// kSizeOverflow naming the argument, kUnsupportedShape for a forced persistent path that does not fit,
-// kWorkspaceTooSmall, kCudaError (a launch or cuBLAS call failed).
+// kSizeOverflow naming the argument, kUnsupportedShape for a forced persistent path that does not fit (by the
+// query too, and whatever the batch: the path depends on the shapes and the device, so an empty batch is refused
+// as well), kWorkspaceTooSmall, kCudaError (a launch or cuBLAS call failed).
 template <typename T, typename OffsetT>
 Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArgs<T, OffsetT>& args,
                    cudaStream_t stream);

@@ -177,6 +177,7 @@ TEMPLATE_TEST_CASE("masks record the first negative length", "[mask][gpu][errors
     const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
     DeviceBuffer<LengthT> d_lengths(lengths);
     DeviceBuffer<half> mask(static_cast<std::size_t>(batch * max_len));
+    test::poison(mask);        // most slots expect 0.0: a slot the op skips must not hold it already
     d_check.fill_bytes(0x00);  // a stale "failure at index 0": the op must reset it
     Workspace workspace;
     run_with_workspace(workspace, [&](void* ws, std::size_t& bytes) {
@@ -254,16 +255,21 @@ TEST_CASE("bool masks round-trip through the owning buffer", "[mask][gpu]") {
   const std::vector<std::int32_t> lengths = {3, 0, 5, 1};
   const std::int64_t batch = 4, max_len = 4;
   DeviceBuffer<std::int32_t> d_lengths(lengths);
-  DeviceBuffer<bool> mask(std::vector<bool>(batch * max_len, true));  // poisoned: every slot says "real"
-  Workspace workspace;
-  run_with_workspace(workspace, [&](void* ws, std::size_t& bytes) {
-    return lengths_to_mask(ws, bytes, d_lengths.data(), batch, max_len, Align::kLeft, mask.data(), nullptr, nullptr);
-  });
-  const std::vector<bool> got = mask.to_host();
-  REQUIRE(got.size() == static_cast<std::size_t>(batch * max_len));
-  for (std::int64_t b = 0; b < batch; ++b)
-    for (std::int64_t t = 0; t < max_len; ++t) {
-      INFO("sequence " << b << " token " << t);
-      REQUIRE(got[b * max_len + t] == (t < std::min<std::int64_t>(lengths[b], max_len)));
-    }
+  // Poisoned with each value in turn (every slot "real", then every slot "padding"), so that a slot the op skips
+  // fails one of the two runs.
+  for (const bool poison : {true, false}) {
+    DeviceBuffer<bool> mask(std::vector<bool>(batch * max_len, poison));
+    Workspace workspace;
+    run_with_workspace(workspace, [&](void* ws, std::size_t& bytes) {
+      return lengths_to_mask(ws, bytes, d_lengths.data(), batch, max_len, Align::kLeft, mask.data(), nullptr,
+                             nullptr);
+    });
+    const std::vector<bool> got = mask.to_host();
+    REQUIRE(got.size() == static_cast<std::size_t>(batch * max_len));
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t t = 0; t < max_len; ++t) {
+        INFO("poison " << poison << " sequence " << b << " token " << t);
+        REQUIRE(got[b * max_len + t] == (t < std::min<std::int64_t>(lengths[b], max_len)));
+      }
+  }
 }

@@ -36,7 +36,7 @@ def entry(name, arch, stores, loads, registers=32, callees=()):
     return lines
 
 
-def check(reports, expected_lines, *extra):
+def check(reports, expected_lines, *extra, objects=None):
     """(exit code, output, expected file's lines afterwards) for REPORT_DIR holding `reports` (name -> lines)."""
     with tempfile.TemporaryDirectory() as tmp:
         report_dir = os.path.join(tmp, 'reports')
@@ -70,13 +70,16 @@ def main():
                                                           callees=[(CALLEE, 0, 4)]),
         'b.cu.o.txt': entry(CUB_TWO_ARCHS, 'sm_90', 4, 4) + entry(PLAIN, 'sm_80', 0, 0),
     }
-    code, out, _ = check(report, None)
-    expect(code == 1, 'spills with no list fail', out)
+    code, out, _ = check(report, ['# architectures: sm_80 sm_90'])
+    expect(code == 1, 'spills missing from the list fail', out)
     expect('not listed: sm_90 void kern<float>(float*)' in out, 'the kernel is named, demangled', out)
     expect('-> ragged::detail::divmod_wide(long, long)' in out, 'a callee spill is charged to its kernel', out)
 
-    code, out, after = check(report, None, '--update')
+    code, out, after = check(report, None, '--update', '--nvcc', '13.0.88')
     expect(code == 0, '--update succeeds', out)
+    expect('# architectures: sm_80 sm_90' in after and '# nvcc: 13.0' in after,
+           'the list names the architectures and the nvcc it was made for', '\n'.join(after))
+    header = [line for line in after if line.startswith('# architectures') or line.startswith('# nvcc')]
     rows = listed(after)
     expect(len(rows) == 3, 'three spilling entries written, the sm_80 kernel (no spill) not', '\n'.join(rows))
     expect(any('(anonymous namespace)::attention_mma_kernel' in r for r in rows), 'anonymous namespace normalised',
@@ -84,8 +87,12 @@ def main():
     expect(any('cub::CUB_300001::scan()' in r for r in rows), 'CCCL namespace without its architectures',
            '\n'.join(rows))
 
-    code, out, _ = check(report, rows)
+    rows = header + rows
+    code, out, _ = check(report, rows, '--nvcc', '13.0.88')
     expect(code == 0, 'the written list passes', out)
+
+    code, out, _ = check(report, rows, '--nvcc', '12.9.1')
+    expect(code == 77 and 'skipped' in out, 'another nvcc release: skipped (77)', out)
 
     moved = dict(report)
     moved['a.cu.o.txt'] = entry(PLAIN, 'sm_90', 8, 8) + entry(anonymous('0badcafe'), 'sm_90', 0, 0,
@@ -109,6 +116,19 @@ def main():
     other_arch = rows + ['sm_86\t4\t4\tvoid kern<float>(float*)']
     code, out, _ = check(report, other_arch)
     expect(code == 0, 'entries of an architecture not built are not checked', out)
+
+    sm86 = dict(report)
+    sm86['c.cu.o.txt'] = entry(PLAIN, 'sm_86', 64, 64)
+    code, out, _ = check(sm86, rows)
+    expect(code == 0 and 'sm_86 is not in the list' in out, 'an architecture the list was not made for is not '
+           'checked', out)
+    code, out, _ = check({'c.cu.o.txt': entry(PLAIN, 'sm_86', 64, 64)}, rows)
+    expect(code == 77, 'nothing built that the list covers: skipped (77)', out)
+
+    gone = dict(report)
+    gone['d.cu.o.txt'] = ['# object /nonexistent/ragged/d.cu.o'] + entry(PLAIN, 'sm_90', 512, 512)
+    code, out, _ = check(gone, rows)
+    expect(code == 0, "the report of an object that is gone (a removed source) is ignored", out)
 
     code, out, _ = check({}, rows)
     expect(code == 77, 'no report: skipped (77)', out)
