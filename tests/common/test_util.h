@@ -98,14 +98,34 @@ std::vector<Regime> all_regimes();
 // Lengths for a regime; `scale` bounds the typical length (kOneHuge's huge row is about 64 * scale).
 std::vector<std::int64_t> make_lengths(Regime regime, std::mt19937_64& rng, std::int64_t scale = 40);
 
+// The byte poison() fills a buffer of T with.
+template <typename T>
+constexpr unsigned char poison_byte() {
+  return std::is_floating_point<T>::value || std::is_same<T, half>::value || std::is_same<T, bfloat16>::value
+             ? 0xff
+             : 0x5a;
+}
+
 // Fills the device buffer with a pattern no op writes: all-ones bits (NaN) for floating point types, 0x5A for
 // integers, so an element the op forgot to write fails the comparison.
 template <typename T>
 void poison(DeviceBuffer<T>& buffer) {
-  buffer.fill_bytes(std::is_floating_point<T>::value || std::is_same<T, half>::value ||
-                            std::is_same<T, bfloat16>::value
-                        ? 0xff
-                        : 0x5a);
+  buffer.fill_bytes(poison_byte<T>());
+}
+
+// Elements of `values` that still hold poison()'s bytes. Where a test compares two GPU paths whose outputs were
+// poisoned alike, an element both skip passes the comparison; REQUIRE_WRITTEN_AND_EQUAL asks this first.
+template <typename T>
+std::size_t count_poison(const std::vector<T>& values) {
+  std::size_t count = 0;
+  for (const T& v : values) {
+    unsigned char bytes[sizeof(T)];
+    std::memcpy(bytes, &v, sizeof(T));
+    bool all = true;
+    for (unsigned char byte : bytes) all = all && byte == poison_byte<T>();
+    count += all ? 1 : 0;
+  }
+  return count;
 }
 
 // Whether a floating-point value still holds poison()'s bits: an element the op never wrote. The poison is a NaN,
@@ -215,4 +235,14 @@ std::int64_t first_bitwise_mismatch(const std::vector<T>& a, const std::vector<T
     const std::int64_t mismatch_ = ::ragged::test::first_bitwise_mismatch(left_, right_); \
     INFO("first mismatch at element " << mismatch_);                            \
     REQUIRE(mismatch_ == -1);                                                   \
+  } while (0)
+
+// REQUIRE_BITWISE_EQUAL where `b` comes from another GPU path poisoned as `a` was, and the op writes every
+// element: `b` must hold no poison, else an element both paths skip would compare equal.
+#define REQUIRE_WRITTEN_AND_EQUAL(a, b)                                         \
+  do {                                                                          \
+    const auto& written_ = (b);                                                 \
+    INFO(#b " must have every element written");                               \
+    REQUIRE(::ragged::test::count_poison(written_) == 0);                       \
+    REQUIRE_BITWISE_EQUAL(a, written_);                                         \
   } while (0)

@@ -1038,9 +1038,9 @@ TEMPLATE_TEST_CASE("the owning Rnn layer gives bitwise the low-level results", "
     const RnnResult<T, std::int64_t> got = rnn.forward(x, &h0, lstm ? &c0 : nullptr, RnnAlgo::kAuto, o.projection);
     REQUIRE(got.output.inner() == 2 * rnn_state_size(desc));
     REQUIRE(got.output.offsets_to_host() == in.x.offsets);
-    REQUIRE_BITWISE_EQUAL(got.output.values_to_host(), low.output);
-    REQUIRE_BITWISE_EQUAL(got.hn.to_host(), low.hn);
-    if (lstm) REQUIRE_BITWISE_EQUAL(got.cn.to_host(), low.cn);
+    REQUIRE_WRITTEN_AND_EQUAL(got.output.values_to_host(), low.output);
+    REQUIRE_WRITTEN_AND_EQUAL(got.hn.to_host(), low.hn);
+    if (lstm) REQUIRE_WRITTEN_AND_EQUAL(got.cn.to_host(), low.cn);
 
     const auto wrong = RaggedTensor<T, std::int64_t>::from_host(std::vector<T>(4 * 3, T(1.0f)), {4}, {3});
     REQUIRE_THROWS_WITH(rnn.forward(wrong), Catch::Contains("input_size 5"));
@@ -1066,9 +1066,9 @@ TEMPLATE_TEST_CASE("dynamic::rnn_forward (run-time dtype) gives bitwise the type
   untyped.dynamic = true;
   const Outputs<T> want = run_device(model, in, typed, cublas.handle);
   const Outputs<T> got = run_device(model, in, untyped, cublas.handle);
-  REQUIRE_BITWISE_EQUAL(got.output, want.output);
-  REQUIRE_BITWISE_EQUAL(got.hn, want.hn);
-  if (lstm) REQUIRE_BITWISE_EQUAL(got.cn, want.cn);
+  REQUIRE_WRITTEN_AND_EQUAL(got.output, want.output);
+  REQUIRE_WRITTEN_AND_EQUAL(got.hn, want.hn);
+  if (lstm) REQUIRE_WRITTEN_AND_EQUAL(got.cn, want.cn);
 }
 
 TEST_CASE("rnn_forward can be captured in a CUDA graph", "[rnn]") {
@@ -1107,8 +1107,8 @@ TEST_CASE("rnn_forward can be captured in a CUDA graph", "[rnn]") {
   REQUIRE_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   REQUIRE_CUDA(cudaGraphLaunch(exec, stream));
   REQUIRE_CUDA(cudaStreamSynchronize(stream));
-  REQUIRE_BITWISE_EQUAL(out.to_host(), eager.output);
-  REQUIRE_BITWISE_EQUAL(hn.to_host(), eager.hn);
+  REQUIRE_WRITTEN_AND_EQUAL(out.to_host(), eager.output);
+  REQUIRE_WRITTEN_AND_EQUAL(hn.to_host(), eager.hn);
   REQUIRE_CUDA(cudaGraphExecDestroy(exec));
   REQUIRE_CUDA(cudaGraphDestroy(graph));
   REQUIRE_CUDA(cudaStreamDestroy(stream));

@@ -658,8 +658,8 @@ TEST_CASE("segment_softmax and its backward can be captured in a CUDA graph", "[
     backward_ws.fill_bytes(0xa5);
     REQUIRE_CUDA(cudaDeviceSynchronize());
     REQUIRE_CUDA(graph.launch());
-    REQUIRE_BITWISE_EQUAL(y.to_host(), expected_y);
-    REQUIRE_BITWISE_EQUAL(grad_in.to_host(), expected_grad);
+    REQUIRE_WRITTEN_AND_EQUAL(y.to_host(), expected_y);
+    REQUIRE_WRITTEN_AND_EQUAL(grad_in.to_host(), expected_grad);
   }
 }
 
@@ -817,10 +817,10 @@ TEST_CASE("RaggedTensor::softmax and softmax_backward give the low-level results
   for (const bool log : {false, true}) {
     const RaggedTensor<half, std::int32_t> y = x.softmax(log);
     const std::vector<half> want_y = device_softmax(dev, log);
-    REQUIRE_BITWISE_EQUAL(y.values_to_host(), want_y);
+    REQUIRE_WRITTEN_AND_EQUAL(y.values_to_host(), want_y);
     const RaggedTensor<half, std::int32_t> dx = y.softmax_backward(grad_out, log);
     REQUIRE(dx.offsets_to_host() == host.offsets);
-    REQUIRE_BITWISE_EQUAL(dx.values_to_host(), device_softmax_backward(dev, log, want_y, dy));
+    REQUIRE_WRITTEN_AND_EQUAL(dx.values_to_host(), device_softmax_backward(dev, log, want_y, dy));
   }
   const auto other =
       RaggedTensor<half, std::int32_t>::from_host(std::vector<half>(10, test::from_double<half>(1.0)), {2}, {5});
