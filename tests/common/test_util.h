@@ -128,6 +128,36 @@ std::size_t count_poison(const std::vector<T>& values) {
   return count;
 }
 
+// A device buffer of `count` elements with `guard` elements on each side, all poisoned. For the malformed-input
+// tests: a write past either end lands in a guard, where guards_intact() sees it. Without the guards such a write
+// usually lands in other mapped memory of the pool and goes unseen on a GPU unless compute-sanitizer runs.
+template <typename T>
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(std::size_t count, std::size_t guard = 4096) : count_(count), guard_(guard),
+                                                                        buffer_(count + 2 * guard) {
+    buffer_.fill_bytes(poison_byte<T>());
+  }
+  // Guards poisoned, the elements from `values`.
+  GuardedBuffer(const std::vector<T>& values, std::size_t guard = 4096) : GuardedBuffer(values.size(), guard) {
+    if (!values.empty())
+      REQUIRE(cudaMemcpy(data(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+  T* data() { return buffer_.data() + guard_; }
+  std::size_t size() const { return count_; }
+  // Whether every guard element still holds poison()'s bytes (synchronises the device).
+  bool guards_intact() const {
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const std::vector<T> all = buffer_.to_host();
+    const std::vector<T> before(all.begin(), all.begin() + guard_), after(all.end() - guard_, all.end());
+    return count_poison(before) == guard_ && count_poison(after) == guard_;
+  }
+
+ private:
+  std::size_t count_, guard_;
+  DeviceBuffer<T> buffer_;
+};
+
 // Whether a floating-point value still holds poison()'s bits: an element the op never wrote. The poison is a NaN,
 // so a comparison that accepts NaN for NaN must ask this first (no NaN an op computes has all bits set: the GPU's
 // is 0x7fff..., x86's 0xffc0..., an input's keeps its payload).

@@ -596,8 +596,9 @@ TEST_CASE("attention with malformed offsets or lengths stays in bounds", "[atten
   auto rng = test::make_rng(609);
   const auto h = test::random_attention<bfloat16, std::int32_t>({40, 30, 30}, {40, 30, 30}, 2, 1, 128, true, rng);
   DeviceAttention<bfloat16, std::int32_t> dev(h);
-  DeviceBuffer<bfloat16> o(static_cast<std::size_t>(h.o_elems()));
-  DeviceBuffer<float> lse(static_cast<std::size_t>(h.lse_elems()));
+  // Outputs with guards on both sides: a write out of bounds is seen on any device, not only under memcheck.
+  test::GuardedBuffer<bfloat16> o(static_cast<std::size_t>(h.o_elems()));
+  test::GuardedBuffer<float> lse(static_cast<std::size_t>(h.lse_elems()));
   const std::vector<std::vector<std::int32_t>> bad_offsets = {
       {0, 90, 20, 100},      // decreasing, past the rows
       {-50, 10, 5, 1000},    // negative start, end far past the rows
@@ -615,12 +616,14 @@ TEST_CASE("attention with malformed offsets or lengths stays in bounds", "[atten
   // Padded lengths beyond max_len or negative are clamped.
   const auto p = test::to_padded(h, 45, 45, rng);
   DeviceAttention<bfloat16, std::int32_t> pdev(p);
-  DeviceBuffer<bfloat16> po(static_cast<std::size_t>(p.o_elems()));
-  DeviceBuffer<float> plse(static_cast<std::size_t>(p.lse_elems()));
+  test::GuardedBuffer<bfloat16> po(static_cast<std::size_t>(p.o_elems()));
+  test::GuardedBuffer<float> plse(static_cast<std::size_t>(p.lse_elems()));
   DeviceBuffer<std::int32_t> lengths(std::vector<std::int32_t>{1000, -5, 45});
   auto a = pdev.args(po.data(), plse.data());
   a.q_seq.lengths = lengths.data();
   a.k_seq.lengths = lengths.data();
   REQUIRE_OK(
       run_two_phase([&](void* ws, std::size_t& bytes) { return varlen_attention_forward(ws, bytes, a, nullptr); }));
+  for (const bool intact : {o.guards_intact(), lse.guards_intact(), po.guards_intact(), plse.guards_intact()})
+    REQUIRE(intact);
 }

@@ -22,6 +22,7 @@
 #include "ragged/tensor.h"
 
 using namespace ragged;
+using test::poison_byte;
 
 namespace {
 
@@ -38,14 +39,6 @@ struct HostArray {
   const T* data() const { return reinterpret_cast<const T*>(bytes.data()); }
   std::size_t size() const { return bytes.size() / sizeof(T); }
 };
-
-// The byte test::poison() would use: all-ones (NaN) for floating point, 0x5A otherwise.
-template <typename T>
-unsigned char poison_byte() {
-  return std::is_floating_point<T>::value || std::is_same<T, half>::value || std::is_same<T, bfloat16>::value
-             ? 0xff
-             : 0x5a;
-}
 
 // One step of splitmix64: 64 random bits per call, a few instructions each.
 std::uint64_t splitmix64(std::uint64_t& state) {
@@ -536,12 +529,15 @@ TEMPLATE_TEST_CASE("malformed offsets never fault", "[convert][gpu][errors]", st
                                                           trunc);
               require_same_bytes(d_padded.download(), expected);
 
-              const RaggedView<float, OffsetT> dst{d_values.data(), d_offsets.data(), batch, nnz, inner};
+              // Into a buffer with guards on both sides: a write out of bounds is seen on any device.
+              test::GuardedBuffer<float> back(values.size());
+              const RaggedView<float, OffsetT> dst{back.data(), d_offsets.data(), batch, nnz, inner};
               run_op([&](void* ws, std::size_t& bytes) {
                 return padded_to_ragged(ws, bytes, PaddedView<const float>{d_padded.data(), batch, max_len, inner},
                                         dst, 2.0f, align, trunc, nullptr);
               });
               REQUIRE_CUDA(cudaGetLastError());
+              REQUIRE(back.guards_intact());
             }
           }
         }

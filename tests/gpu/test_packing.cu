@@ -395,7 +395,8 @@ TEMPLATE_TEST_CASE("malformed offsets and layouts stay in bounds", "[packing][ma
   const DeviceBuffer<OffsetT> offsets(host_offsets);
   auto rng = test::make_rng(207);
   const DeviceBuffer<float> src(test::random_values<float>(static_cast<std::size_t>(nnz * inner), rng));
-  DeviceBuffer<float> packed(static_cast<std::size_t>(nnz * inner)), dst(static_cast<std::size_t>(nnz * inner));
+  // Outputs with guards on both sides: a write out of bounds is seen on any device, not only under memcheck.
+  test::GuardedBuffer<float> packed(static_cast<std::size_t>(nnz * inner)), dst(static_cast<std::size_t>(nnz * inner));
   std::size_t none = 0;
   unsigned char stand_in = 0;
   for (std::int64_t max_steps : {std::int64_t{0}, std::int64_t{4}, std::int64_t{64}}) {
@@ -420,4 +421,6 @@ TEMPLATE_TEST_CASE("malformed offsets and layouts stay in bounds", "[packing][ma
                                                                              nnz, inner},
                                             garbage.view(), packed.data(), nullptr)));
   REQUIRE_CUDA(cudaDeviceSynchronize());
+  REQUIRE(packed.guards_intact());
+  REQUIRE(dst.guards_intact());
 }

@@ -1220,8 +1220,9 @@ TEST_CASE("rnn_forward never leaves its buffers with malformed offsets", "[rnn][
   Model<float> model(desc, rng);
   const std::int64_t nnz = 20;
   const std::vector<float> values = scaled_values<float>(nnz * 4, 1.0, rng);
-  DeviceBuffer<float> x(values), out(nnz * 32), hn(2 * 4 * 16), cn(2 * 4 * 16);
-  test::poison(out);
+  DeviceBuffer<float> x(values);
+  // Outputs with guards on both sides: a write out of bounds is seen on any device, not only under memcheck.
+  test::GuardedBuffer<float> out(nnz * 32), hn(2 * 4 * 16), cn(2 * 4 * 16);
   const std::vector<std::vector<std::int32_t>> bad = {
       {0, 30, 10, 15, 20},   // beyond nnz, then decreasing
       {5, 3, -4, 18, 40},    // negative start, negative lengths, past the end
@@ -1246,5 +1247,8 @@ TEST_CASE("rnn_forward never leaves its buffers with malformed offsets", "[rnn][
     test::poison_workspace(workspace);
     REQUIRE_OK((rnn_forward<float, std::int32_t>(workspace.data(), bytes, args, nullptr)));
     REQUIRE_CUDA(cudaDeviceSynchronize());
+    REQUIRE(out.guards_intact());
+    REQUIRE(hn.guards_intact());
+    REQUIRE(cn.guards_intact());
   }
 }

@@ -687,13 +687,15 @@ TEMPLATE_TEST_CASE("segment_reduce stays in bounds with malformed offsets and ar
       const std::int64_t batch = static_cast<std::int64_t>(c.offsets.size()) - 1;
       DeviceBuffer<OffsetT> offsets(c.offsets);
       DeviceBuffer<float> values(test::random_values<float>(c.nnz * inner, rng));
-      DeviceBuffer<float> out(batch * inner), grad_out(test::random_values<float>(batch * inner, rng));
-      DeviceBuffer<float> grad_in(c.nnz * inner);
+      DeviceBuffer<float> grad_out(test::random_values<float>(batch * inner, rng));
+      // Outputs with guards on both sides: a write out of bounds is seen on any device, not only under a checker.
+      test::GuardedBuffer<float> out(static_cast<std::size_t>(batch * inner));
+      test::GuardedBuffer<float> grad_in(static_cast<std::size_t>(c.nnz * inner));
       // Args out of every range: backward must not route a gradient through them.
       std::vector<std::int64_t> wild_args(batch * inner);
       for (std::size_t k = 0; k < wild_args.size(); ++k)
         wild_args[k] = k % 3 == 0 ? -5 : (k % 3 == 1 ? (std::int64_t{1} << 40) : static_cast<std::int64_t>(k));
-      DeviceBuffer<std::int64_t> arg(wild_args);
+      test::GuardedBuffer<std::int64_t> arg(wild_args);
       const RaggedView<const float, OffsetT> view{values.data(), offsets.data(), batch, c.nnz, inner};
       for (ReduceOp op : kAllOps) {
         REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
@@ -705,6 +707,9 @@ TEMPLATE_TEST_CASE("segment_reduce stays in bounds with malformed offsets and ar
         }));
       }
       REQUIRE_CUDA(cudaGetLastError());
+      REQUIRE(out.guards_intact());
+      REQUIRE(grad_in.guards_intact());
+      REQUIRE(arg.guards_intact());
     }
   }
 }

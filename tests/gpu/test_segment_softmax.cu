@@ -742,7 +742,8 @@ TEMPLATE_TEST_CASE("segment_softmax: a short workspace is refused, an empty batc
 namespace {
 
 // Softmax and log-softmax, forward and backward, of random T values under malformed offsets: they must run,
-// touching nothing out of bounds (values hold exactly nnz tokens).
+// touching nothing out of bounds (values hold exactly nnz tokens, for the emulator's guard page and
+// compute-sanitizer; the outputs have guards of their own, checked on any device).
 template <typename T, typename OffsetT>
 void run_malformed_softmax(const MalformedOffsets<OffsetT>& c, std::int64_t inner, std::mt19937_64& rng) {
   const std::int64_t batch = static_cast<std::int64_t>(c.offsets.size()) - 1;
@@ -750,7 +751,7 @@ void run_malformed_softmax(const MalformedOffsets<OffsetT>& c, std::int64_t inne
   DeviceBuffer<OffsetT> offsets(c.offsets);
   DeviceBuffer<T> values(test::random_values<T>(size, rng));
   DeviceBuffer<T> dy(test::random_values<T>(size, rng));
-  DeviceBuffer<T> out(size), grad_in(size);
+  test::GuardedBuffer<T> out(static_cast<std::size_t>(size)), grad_in(static_cast<std::size_t>(size));
   const RaggedView<const T, OffsetT> view{values.data(), offsets.data(), batch, c.nnz, inner};
   for (bool log : {false, true}) {
     REQUIRE_OK(run_two_phase([&](void* ws, std::size_t& b) {
@@ -760,6 +761,8 @@ void run_malformed_softmax(const MalformedOffsets<OffsetT>& c, std::int64_t inne
       return segment_softmax_backward(ws, b, view, log, values.data(), dy.data(), grad_in.data(), nullptr);
     }));
   }
+  REQUIRE(out.guards_intact());  // no write past either end of the outputs
+  REQUIRE(grad_in.guards_intact());
   REQUIRE_CUDA(cudaGetLastError());
 }
 
