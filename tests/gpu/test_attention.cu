@@ -578,9 +578,16 @@ TEST_CASE("attention on RaggedTensors: K and V freed on their own stream right a
     for (int i = 0; i < 8; ++i) REQUIRE_CUDA(cudaMemsetAsync(busy.data(), i, busy.bytes(), q_stream));
     DeviceBuffer<float> lse;
     const auto o = attention(q, k, v, /*causal=*/false, /*scale=*/0.0f, &lse);
+    const void* freed_k = k.values().data();
+    const void* freed_v = v.values().data();
     k = RaggedTensor<bfloat16, std::int32_t>();
     v = RaggedTensor<bfloat16, std::int32_t>();
     DeviceBuffer<bfloat16> reuse_k(h.k.size(), kv_stream), reuse_v(h.v.size(), kv_stream);
+    // The case tests something only where the pool hands K's or V's memory out again (stream-ordered reuse on
+    // the stream that freed it).
+    const bool reused = reuse_k.data() == freed_k || reuse_k.data() == freed_v || reuse_v.data() == freed_k ||
+                        reuse_v.data() == freed_v;
+    REQUIRE(reused);
     reuse_k.fill_bytes(0x7f);
     reuse_v.fill_bytes(0x7f);
     REQUIRE_WRITTEN_AND_EQUAL(o.values_to_host(), expected.o);
