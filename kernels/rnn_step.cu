@@ -132,8 +132,9 @@ Status launch_rnn_recurrence(const RnnRecurrenceArgs<T>& args, RnnAlgo path, con
   return launch_rnn_persistent(args, plan, stream);
 }
 
-#define RAGGED_INSTANTIATE_RNN_RECURRENCE(T) \
-  template Status launch_rnn_recurrence<T>(const RnnRecurrenceArgs<T>&, RnnAlgo, const RnnPersistentPlan&, cudaStream_t);
+#define RAGGED_INSTANTIATE_RNN_RECURRENCE(T)                                                            \
+  template Status launch_rnn_recurrence<T>(const RnnRecurrenceArgs<T>&, RnnAlgo, const RnnPersistentPlan&, \
+                                           cudaStream_t);
 
 RAGGED_INSTANTIATE_RNN_RECURRENCE(float)
 RAGGED_INSTANTIATE_RNN_RECURRENCE(__half)
