@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -113,19 +114,23 @@ void poison(DeviceBuffer<T>& buffer) {
   buffer.fill_bytes(poison_byte<T>());
 }
 
+// Whether a value still holds poison()'s bytes: an element the op never wrote. In floating point the poison is a
+// NaN, so a comparison that accepts NaN for NaN must ask this first (no NaN an op computes has all bits set: the
+// GPU's is 0x7fff..., x86's 0xffc0..., an input's keeps its payload).
+template <typename T>
+bool is_poison(const T& v) {
+  unsigned char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  for (unsigned char byte : bytes)
+    if (byte != poison_byte<T>()) return false;
+  return true;
+}
+
 // Elements of `values` that still hold poison()'s bytes. Where a test compares two GPU paths whose outputs were
 // poisoned alike, an element both skip passes the comparison; REQUIRE_WRITTEN_AND_EQUAL asks this first.
 template <typename T>
 std::size_t count_poison(const std::vector<T>& values) {
-  std::size_t count = 0;
-  for (const T& v : values) {
-    unsigned char bytes[sizeof(T)];
-    std::memcpy(bytes, &v, sizeof(T));
-    bool all = true;
-    for (unsigned char byte : bytes) all = all && byte == poison_byte<T>();
-    count += all ? 1 : 0;
-  }
-  return count;
+  return static_cast<std::size_t>(std::count_if(values.begin(), values.end(), [](const T& v) { return is_poison(v); }));
 }
 
 // A device buffer of `count` elements with `guard` elements on each side, all poisoned. For the malformed-input
@@ -157,18 +162,6 @@ class GuardedBuffer {
   std::size_t count_, guard_;
   DeviceBuffer<T> buffer_;
 };
-
-// Whether a floating-point value still holds poison()'s bits: an element the op never wrote. The poison is a NaN,
-// so a comparison that accepts NaN for NaN must ask this first (no NaN an op computes has all bits set: the GPU's
-// is 0x7fff..., x86's 0xffc0..., an input's keeps its payload).
-template <typename T>
-bool is_poison(const T& v) {
-  unsigned char bytes[sizeof(T)];
-  std::memcpy(bytes, &v, sizeof(T));
-  for (unsigned char byte : bytes)
-    if (byte != 0xff) return false;
-  return true;
-}
 
 // Fills a workspace with 0xff bytes before an op runs (NaN in every floating type, -1 in every signed integer):
 // an op must neither expect it zeroed nor read a byte it did not write first, and such a read then shows in its

@@ -600,6 +600,7 @@ TEMPLATE_TEST_CASE("rnn_forward with resident weights: the depth h is staged at 
   REQUIRE_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   REQUIRE_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   bool deeper = false;
+  int last_run_stages = two_plan.stages;
   for (const int cap : {3, detail::kRnnResidentMaxStages}) {
     const detail::RnnPersistentPlan plan = plan_with(cap);
     INFO("at most " << cap << " buffers: " << plan.stages << " for " << chunks << " chunks, " << plan.units
@@ -613,6 +614,10 @@ TEMPLATE_TEST_CASE("rnn_forward with resident weights: the depth h is staged at 
     // (at most about 35 KB of them); on fewer SMs a block holds more units, and the weights leave room for fewer.
     if (sms >= 100 && optin >= 200 * 1024) REQUIRE(plan.stages == std::min(cap, chunks));
     deeper = deeper || plan.stages > 2;
+    // A cap that plans the depth already run (bfloat16 at H = 300 / 292 has 2 chunks; 3 chunks under a cap of 4)
+    // launches the same kernel with the same plan: running it again would compare a setting with itself.
+    if (plan.stages == last_run_stages) continue;
+    last_run_stages = plan.stages;
     const Outputs<T> got = run_device(model, in, o, cublas.handle);
     REQUIRE(got.check.ok());
     REQUIRE_BITWISE_EQUAL(got.output, two.output);
