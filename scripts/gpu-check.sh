@@ -232,6 +232,14 @@ step_timeout() {
 bench_suite() {  # bench_suite FOLDER SUITE [SETTING]
   local folder=$1 suite=$2 setting=${3:-} key=$2 label="benchmarks $2" rc=0 limit errors what
   if [ -n "$setting" ]; then key="$suite@$setting" label="benchmarks $suite with $setting"; fi
+  # What the run means to time, listed first, deadline or not (listing runs nothing): merge_bench_json.py keeps
+  # it in bench.json, and summarize_targets.py counts a listed case that a crash or the deadline left out as "no
+  # data", not as absent.
+  if [ -z "$setting" ]; then
+    # shellcheck disable=SC2086  # RAGGED_BENCH_ARGS is a list of arguments
+    RAGGED_BENCH_SUITES="$suite" timeout 60 "$build/bench/ragged_bench" --benchmark_list_tests ${RAGGED_BENCH_ARGS:-} \
+      >"$folder/$key.list" 2>>"$out/bench.log" || rm -f "$folder/$key.list"
+  fi
   limit=$(step_timeout "$bench_timeout")
   if [ "$limit" -eq 0 ]; then
     record "$label" "not run (deadline)" "-" "-"

@@ -11,8 +11,11 @@ switch, scripts/gpu-check.sh's RAGGED_BENCH_AB): each of its benchmarks is renam
 its "/manual_time", so that it pairs with the default run's benchmark of the same name, and NAME=VALUE is listed in
 the context's "ab_settings". A suite stopped by a time limit leaves a file without its closing brackets (ragged_bench flushes it
 after every benchmark): it is closed after its last complete benchmark, and the suite is listed in the context's
-"truncated_suites". A suite with no readable file is left out and said so on stdout. Exit status 0 when OUT was
-written, 1 when no suite could be read.
+"truncated_suites". A suite with no readable file is left out and said so on stdout. FOLDER/SUITE.list, where
+present, holds what `ragged_bench --benchmark_list_tests` lists for SUITE (scripts/gpu-check.sh writes it before the
+run): its names go to the context's "expected_benchmarks", read or not, so that scripts/summarize_targets.py counts
+a case the run never finished (a crash, a deadline) as "no data". Exit status 0 when OUT was written, 1 when no
+suite could be read.
 """
 import json
 import os
@@ -58,13 +61,17 @@ def tag_runs(data, setting):
 
 
 def merge(out, folder, suites, append=False):
-    merged, truncated, settings, denominators = None, [], [], {}
+    merged, truncated, settings, denominators, expected = None, [], [], {}, []
     if append and os.path.exists(out):
         try:
             merged, _ = read_suite(out)
         except (OSError, ValueError) as error:
             print(f"{out}: not appended to ({error.__class__.__name__}); written anew")
     for suite in suites:
+        listed = os.path.join(folder, suite + ".list")
+        if "@" not in suite and os.path.exists(listed):
+            with open(listed) as f:
+                expected += [line.strip() for line in f if line.strip()]
         path = os.path.join(folder, suite + ".json")
         try:
             data, cut = read_suite(path)
@@ -97,6 +104,8 @@ def merge(out, folder, suites, append=False):
         context["truncated_suites"] = ",".join(filter(None, [context.get("truncated_suites")] + truncated))
     if denominators:
         context["suite_denominators"] = dict(context.get("suite_denominators", {}), **denominators)
+    if expected:
+        context["expected_benchmarks"] = list(dict.fromkeys(context.get("expected_benchmarks", []) + expected))
     if settings:
         context["ab_settings"] = ",".join(filter(None, [context.get("ab_settings")] + settings))
     with open(out, "w") as f:

@@ -52,8 +52,14 @@ exit 0
 '''
 
 # ragged_bench: writes an empty suite to --benchmark_out and logs the suite and any RAGGED_SEGMENT_* / CONVERT_*
-# switch it was run with; exits STUB_BENCH_RC when that is set for an A/B run.
+# switch it was run with; exits STUB_BENCH_RC when that is set for an A/B run. --benchmark_list_tests lists two
+# made-up names of the suite and logs the listing apart.
 BENCH = r'''#!/usr/bin/env bash
+if [ "${1:-}" = --benchmark_list_tests ]; then
+  printf '%s/ragged/a\n%s/ragged/b\n' "$RAGGED_BENCH_SUITES" "$RAGGED_BENCH_SUITES"
+  echo "suite=$RAGGED_BENCH_SUITES" >> "$STUB_DIR/bench.lists"
+  exit 0
+fi
 out=""
 for a in "$@"; do case "$a" in --benchmark_out=*) out=${a#--benchmark_out=} ;; esac; done
 switches=$(env | grep -E "^RAGGED_(SEGMENT|CONVERT)_" | sort | tr '\n' ' ')
@@ -145,7 +151,10 @@ with tempfile.TemporaryDirectory() as work:
     expect(rc, 0, 'exit code, benchmarks of one suite')
     expect(read(os.path.join(work, 'stubs', 'bench.runs')), 'suite=planner switches=\n',
            'no A/B run of a suite the call did not time')
-    expect(json.load(open(os.path.join(out, 'bench.json'))).get('benchmarks'), [], 'bench.json merged')
+    merged = json.load(open(os.path.join(out, 'bench.json')))
+    expect(merged.get('benchmarks'), [], 'bench.json merged')
+    expect(merged['context'].get('expected_benchmarks'), ['planner/ragged/a', 'planner/ragged/b'],
+           'the suite listed before its run, the list kept in bench.json')
 with tempfile.TemporaryDirectory() as work:
     rc, summary, out = check(work, RAGGED_SKIP_TESTS='1', RAGGED_SKIP_SANITIZERS='1', RAGGED_DEADLINE='100',
                              RAGGED_BENCH_SUITES='segment_gpu', RAGGED_BENCH_TIMEOUT='150', STUB_BENCH_RC='124',
@@ -153,6 +162,7 @@ with tempfile.TemporaryDirectory() as work:
     runs = read(os.path.join(work, 'stubs', 'bench.runs')).splitlines()
     expect(runs, ['suite=segment_gpu switches=', 'suite=segment_gpu switches=RAGGED_SEGMENT_STREAM=0 '],
            'the default run, then the A/B run')
+    expect(read(os.path.join(work, 'stubs', 'bench.lists')), 'suite=segment_gpu\n', 'only the default run listed')
     expect(rc, 0, 'exit code, an A/B run stopped by the deadline')
     row = [line for line in summary.splitlines() if 'with RAGGED_SEGMENT_STREAM=0' in line]
     expect(len(row) == 1 and '| cut short (deadline) | 124 |' in row[0], True,
