@@ -298,6 +298,7 @@ template <typename T>
 Status launch_projection_gemm(const T* x, const T* w, std::int64_t rows, int k_size, int cols, float* out,
                               std::int64_t ld_out, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return Status::kSuccess;
+  if (k_size > kProjectionGemmMaxK) return Status::kSizeOverflow;
   constexpr bool kFloat = std::is_same<T, float>::value;
   ProjectionParams<T> p;
   p.x = x;

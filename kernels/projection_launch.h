@@ -18,8 +18,13 @@
 namespace ragged {
 namespace detail {
 
+// The widest k_size the kernels take: they count k in int, up to a tile past k_size (k + 32), so a width near
+// INT_MAX would wrap (the k-tile count negative, every output 0). RnnProjection::kCublas takes any int width.
+constexpr int kProjectionGemmMaxK = 1 << 30;
+
 // x [rows, k_size] and w [cols, k_size] row-major in T (float, half or bfloat16); out [rows, ld_out] float,
-// columns [0, cols) written. Needs rows >= 1, 1 <= k_size, 1 <= cols <= ld_out (the caller checked them). Any
+// columns [0, cols) written. Needs rows >= 1, 1 <= k_size <= kProjectionGemmMaxK, 1 <= cols <= ld_out (the caller
+// checked them; a k_size past the limit is refused with kSizeOverflow). Any
 // alignment works; 16-byte aligned rows (k_size * sizeof(T) % 16 == 0 and aligned bases) load by cp.async.
 template <typename T>
 Status launch_projection_gemm(const T* x, const T* w, std::int64_t rows, int k_size, int cols, float* out,

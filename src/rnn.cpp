@@ -153,6 +153,13 @@ Status check_args(const RnnArgs<T, OffsetT>& args) {
   if (args.projection != RnnProjection::kCublas && args.projection != RnnProjection::kBatchInvariant)
     return fail(Status::kInvalidArgument,
                 "projection = " + std::to_string(static_cast<int>(args.projection)) + " is unknown");
+  if (args.projection == RnnProjection::kBatchInvariant)
+    for (std::int64_t layer = 0; layer < std::min<std::int64_t>(desc.num_layers, 2); ++layer)  // layers > 0 alike
+      if (rnn_layer_input_size(desc, layer) > detail::kProjectionGemmMaxK)
+        return fail(Status::kSizeOverflow,
+                    "the input width of layer " + std::to_string(layer) + " (" +
+                        std::to_string(rnn_layer_input_size(desc, layer)) + (layer == 0 ? ", desc.input_size" : "") +
+                        ") exceeds 2^30, the widest RnnProjection::kBatchInvariant takes (kCublas takes any int)");
   if (in.nnz > 0 && args.projection == RnnProjection::kCublas && args.cublas == nullptr)
     return fail(Status::kNullPointer,
                 "cublas is null but the input projections need a cuBLAS handle (or RnnProjection::kBatchInvariant)");

@@ -65,7 +65,8 @@ enum class RnnProjection : int {
   kCublas = 0,  // cublasGemmEx (fp32 accumulation, no TF32): cuBLAS's fastest kernel for the token count
   // ragged's own GEMM (kernels/projection_gemm.cu), whose summation order depends on the layer's input size only:
   // a sequence's outputs and final states are then bit for bit the same in any batch. No cuBLAS handle needed.
-  // Its speed against cuBLAS is measured by bench_rnn's `/proj:invariant` cases.
+  // Its speed against cuBLAS is measured by bench_rnn's `/proj:invariant` cases. Input widths up to 2^30
+  // (a wider one is refused with kSizeOverflow).
   kBatchInvariant = 1,
 };
 

@@ -1067,6 +1067,19 @@ TEST_CASE("rnn_forward rejects bad arguments", "[rnn][errors]") {
     a.desc.input_size = std::int64_t{1} << 31;  // cuBLAS sizes are int
     a.input.inner = a.desc.input_size;
     REQUIRE_FAILS(query(a), Status::kSizeOverflow, "input_size");
+    // ragged's own projection GEMM counts k in int: a width near INT_MAX would wrap its k-tile count. cuBLAS's
+    // path takes it (the query then goes on to CUB's size query, which fails without a device: not checked here).
+    a = good;
+    a.desc.input_size = (std::int64_t{1} << 30) + 1;
+    a.input.inner = a.desc.input_size;
+    a.projection = RnnProjection::kBatchInvariant;
+    REQUIRE_FAILS(query(a), Status::kSizeOverflow, "layer 0 (1073741825, desc.input_size) exceeds 2^30");
+    a.projection = RnnProjection::kCublas;
+    REQUIRE(query(a) != Status::kSizeOverflow);
+    a.desc.input_size = std::int64_t{1} << 30;
+    a.input.inner = a.desc.input_size;
+    a.projection = RnnProjection::kBatchInvariant;
+    REQUIRE(query(a) != Status::kSizeOverflow);
     a = good;
     a.input.nnz = kInt64Max / 8;
     REQUIRE_FAILS(query(a), Status::kSizeOverflow, "input");
