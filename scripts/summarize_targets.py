@@ -348,7 +348,8 @@ def segment_section(report, runs):
                 checks.append(">=2x cub " + report.judge("issue 3: >= 2x CUB (tiny rows, one huge row)", over_cub, 2.0,
                                                          name))
             checks.append(">=cub " + report.judge("issue 3: never slower than CUB", over_cub, 1.0, name))
-        label = "tiny" if tiny else regime
+        # tiny: rows of 0..4 tokens; short: 0..16 (issue 3's "rows of length <= 16", its upper end).
+        label = ("tiny" if mean <= 4 else "short") if tiny else regime
         rows.append([op, label, field(case, "inner"), field(case, "dtype") or "f32", fmt(run["seconds"] * 1e6),
                      fmt(run.get("bytes_per_second", 0) * 1e-9), fmt(frac), fmt(drained), fmt(over_cub),
                      fmt(over_padded), fmt(peak_ratio), "; ".join(checks)])
@@ -364,7 +365,7 @@ def segment_section(report, runs):
             for target in cub_targets(case):
                 report.judge(target, None, 2.0 if "2x" in target else 1.0, name)
     # The issue's order of regimes, then D as a number (the names sort "1024" before "64").
-    regime_order = {"tiny": 0, "power_law": 1, "one_huge": 2, "uniform": 3}
+    regime_order = {"tiny": 0, "short": 1, "power_law": 2, "one_huge": 3, "uniform": 4}
     rows.sort(key=lambda r: (r[0], regime_order.get(r[1], len(regime_order)), r[1], int(r[2] or 0), r[3] != "f32"))
     report.add("copy_frac drained: over the time with the write-back of what the op left dirty in L2 "
                "(drained_us). The copy_frac targets are judged on it where the run has it (every op since "
