@@ -12,7 +12,8 @@
 2. Timings, the cases of bench/bench_rnn.cu under the same names (one LSTM or GRU layer, input = hidden, batch
    16 / 64, hidden 256 / 1024, bfloat16, mean length 128 from uniform / lognormal / bimodal lengths), on the
    same lengths: the driver prints them (`ragged_rnn_driver --lengths`, bench/common/rnn_lengths.h). Plus
-   lognormal lengths at ELSEWHERE_SHAPES (outside the issue's 2x region, where ragged must not be slower).
+   lognormal lengths at MIDDLE_SHAPES (hidden 512, inside the issue's 2x region: bench_rnn.cu's full run has
+   it) and at ELSEWHERE_SHAPES (outside the region, where ragged must not be slower).
    torch_packed (the layer on a prepared PackedSequence), torch_padded (the same layer on the padded batch) and
    ragged (rnn_forward through the driver, which times its own runs with CUDA events). PyTorch cannot pack a
    zero-length sequence, so torch runs without the case's empty ones (no tokens, no work); ragged runs them all.
@@ -48,6 +49,8 @@ DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.
 TOLERANCE = {"float32": 2e-5, "float16": 8e-3, "bfloat16": 6e-2}
 # (batch, hidden) of the timings outside the issue's 2x region.
 ELSEWHERE_SHAPES = ((256, 256), (256, 1024), (64, 128), (16, 2048))
+# (batch, hidden) inside it between its ends (hidden 256 and 1024, every distribution): lognormal lengths only.
+MIDDLE_SHAPES = ((16, 512), (64, 512))
 # Untimed runs before each timed series: the first calls of a shape pick cuDNN's plan and warm its caches.
 WARMUP = 3
 
@@ -183,12 +186,13 @@ def timing_tag(distribution, dtype, batch, hidden):
 
 def timing_cases():
     """(mode, distribution, batch, hidden) of every timing, in the order they run: the issue's 2x region
-    (batch <= 64, hidden 256..1024) over three distributions, then the shapes outside it, where ragged must only
-    never be slower: a large batch, a small and a large hidden size."""
+    (batch <= 64, hidden 256..1024) at its ends over three distributions and at hidden 512 over one, then the
+    shapes outside it, where ragged must only never be slower: a large batch, a small and a large hidden size."""
     cases = []
     for mode in ("lstm", "gru"):
         cases += [(mode, distribution, batch, hidden) for distribution in ("uniform", "lognormal", "bimodal")
                   for batch in (16, 64) for hidden in (256, 1024)]
+        cases += [(mode, "lognormal", batch, hidden) for batch, hidden in MIDDLE_SHAPES]
         cases += [(mode, "lognormal", batch, hidden) for batch, hidden in ELSEWHERE_SHAPES]
     return cases
 
