@@ -91,7 +91,9 @@ void* dynamic_shared();
 // The running block's storage of a static `__shared__` variable (build.sh rewrites each declaration into a
 // reference to it; `tag` is a static of the declaring function, so one per variable and instantiation): filled
 // with garbage at the block's first use, as a GPU block finds its shared memory, and the block's own, so that
-// the blocks of a cooperative grid, or of a normal one run at once (EMU_BLOCKS=waves), each have theirs.
+// the blocks of a cooperative grid, or of a normal one run at once (EMU_BLOCKS=waves), each have theirs. It ends
+// at a guard page (16-byte aligned start), so an index past the array faults where the GPU would read or write
+// the next variable.
 void* static_shared(const void* tag, std::size_t bytes);
 
 template <typename T>

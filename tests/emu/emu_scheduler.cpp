@@ -124,7 +124,7 @@ class GuardedShared {
       if (map_ != nullptr) munmap(map_, (usable_pages_ + 1) * page);
       const std::size_t mapped = (pages + 1) * page;
       void* m = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (m == MAP_FAILED) fail("cannot map a block's dynamic shared memory");
+      if (m == MAP_FAILED) fail("cannot map a block's shared memory");
       map_ = static_cast<unsigned char*>(m);
       usable_pages_ = pages;
       mprotect(map_ + pages * page, page, PROT_NONE);
@@ -155,8 +155,15 @@ struct Scheduler {
   int threads = 0;                                  // per block
   std::vector<GuardedShared> shared;  // per running block: dynamic shared memory + 16 spare bytes (unmapped)
   std::mt19937 rng{12345};
-  // Per running block: each static __shared__ variable's storage (static_shared), keyed by its tag.
-  std::vector<std::unordered_map<const void*, std::unique_ptr<std::max_align_t[]>>> static_shared;
+  // Per running block (slot): each static __shared__ variable's storage (static_shared), keyed by its tag, ending
+  // at a guard page as dynamic shared memory does. Kept from launch to launch (a mapping each), refilled with
+  // garbage at a block's first use: `used` holds the run_blocks call that last filled it.
+  struct StaticShared {
+    GuardedShared storage;
+    std::uint64_t used = 0;
+  };
+  std::vector<std::unordered_map<const void*, StaticShared>> static_shared;
+  std::uint64_t run = 0;  // run_blocks calls so far
 };
 Scheduler S;
 
@@ -468,8 +475,8 @@ void run_blocks(const std::vector<uint3>& blocks, std::size_t shared_bytes) {
   S.order.resize(n);
   S.shared.resize(blocks.size());
   for (auto& buffer : S.shared) buffer.assign(shared_bytes, 0xA5);  // garbage at the start, as on the GPU
-  S.static_shared.clear();
-  S.static_shared.resize(blocks.size());
+  ++S.run;  // every static __shared__ variable is garbage again at its block's first use
+  if (S.static_shared.size() < blocks.size()) S.static_shared.resize(blocks.size());
   for (int t = 0; t < n; ++t) {
     Fiber& f = S.fibers[t];
     const int linear = t % threads;
@@ -664,12 +671,12 @@ void grid_barrier() {
 void* dynamic_shared() { return block_shared().data(); }
 
 void* static_shared(const void* tag, std::size_t bytes) {
-  auto& storage = S.static_shared[S.running->ts.slot][tag];
-  if (!storage) {  // the block's first use: garbage, as on the GPU
-    storage.reset(new std::max_align_t[(bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t)]);
-    std::memset(storage.get(), 0xA5, bytes);
+  Scheduler::StaticShared& variable = S.static_shared[S.running->ts.slot][tag];
+  if (variable.used != S.run) {  // the block's first use: garbage, as on the GPU
+    variable.storage.assign(bytes, 0xA5);
+    variable.used = S.run;
   }
-  return storage.get();
+  return variable.storage.data();
 }
 
 // Recording starts with the kernel (launch_body's `record`), since a write made before the call is no more
