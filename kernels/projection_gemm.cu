@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 namespace ragged {
@@ -298,7 +299,8 @@ template <typename T>
 Status launch_projection_gemm(const T* x, const T* w, std::int64_t rows, int k_size, int cols, float* out,
                               std::int64_t ld_out, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return Status::kSuccess;
-  if (k_size > kProjectionGemmMaxK) return Status::kSizeOverflow;
+  if (k_size > kProjectionGemmMaxK)
+    return fail(Status::kSizeOverflow, "projection GEMM: k_size = " + std::to_string(k_size) + " exceeds 2^30");
   constexpr bool kFloat = std::is_same<T, float>::value;
   ProjectionParams<T> p;
   p.x = x;

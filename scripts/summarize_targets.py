@@ -2,7 +2,7 @@
 """Checks one GPU run's benchmark results against the targets of issues 3, 4 and 5 and writes a Markdown report.
 
     summarize_targets.py --bench OUTDIR/bench.json [--torch-rnn OUTDIR/torch_rnn.json] [--profile-dir DIR]
-                         [--expected OUTDIR/bench_expected.txt] --out OUTDIR/targets.md
+                         [--expected NAMES.txt] --out OUTDIR/targets.md
 
 --profile-dir: a folder of scripts/gpu-profile.sh's output (profile.csv, profile_cases.tsv; in a gpu-session.sh run,
 logs.tar.gz's profile-run/): the launches it profiled of each missed case's benchmark are listed beside the misses.
@@ -495,8 +495,8 @@ def rnn_section(report, runs, torch_rnn):
         checks, time_ratio, peak_ratio, peak_with_weights = [], None, None, None
         if not (padded and real):  # the padded twin errored or is missing: no verdict either way
             checks.append("time " + report.judge(RNN_TIME, None, 1.15, name, at_least=False))
-            checks.append("peak " + report.judge(RNN_PEAK_WITH, None, 1.1, name, at_least=False))
-            checks.append("peak w/o weights " + report.judge(RNN_PEAK_WITHOUT, None, 1.1, name, at_least=False))
+            checks.append("peak with weights " + report.judge(RNN_PEAK_WITH, None, 1.1, name, at_least=False))
+            checks.append("peak without " + report.judge(RNN_PEAK_WITHOUT, None, 1.1, name, at_least=False))
         if padded and real:
             time_ratio = run["seconds"] / (real * padded["seconds"])
             checks.append("time " + report.judge(RNN_TIME, time_ratio, 1.15, name, at_least=False))
@@ -508,9 +508,9 @@ def rnn_section(report, runs, torch_rnn):
                 if weights is not None:
                     peak_with_weights = (run["peak_bytes"] + weights) / (real * (padded["peak_bytes"] + weights))
                     with_weights.append(peak_with_weights)
-            checks.append("peak " + report.judge(RNN_PEAK_WITH, peak_with_weights, 1.1, name, at_least=False))
-            checks.append("peak w/o weights " + report.judge(RNN_PEAK_WITHOUT, peak_ratio, 1.1, name,
-                                                             at_least=False))
+            checks.append("peak with weights " + report.judge(RNN_PEAK_WITH, peak_with_weights, 1.1, name,
+                                                              at_least=False))
+            checks.append("peak without " + report.judge(RNN_PEAK_WITHOUT, peak_ratio, 1.1, name, at_least=False))
         ws_time = ragged_ws["seconds"] / run["seconds"] if ragged_ws else None
         ws_peak = None
         if ragged_ws and padded_ws and real and ragged_ws.get("peak_bytes") and padded_ws.get("peak_bytes"):
@@ -545,7 +545,7 @@ def rnn_section(report, runs, torch_rnn):
             for target in (RNN_TIME, RNN_PEAK_WITH, RNN_PEAK_WITHOUT):
                 report.judge(target, None, 1.15 if target == RNN_TIME else 1.1, name, at_least=False)
     report.table(["op", "case", "ragged ms", "path", "other path forced ms", "padded ms", "real_frac",
-                  "time / (real_frac x padded)", "peak / (real_frac x padded)",
+                  "time / (real_frac x padded)", "peak without weights / (real_frac x padded)",
                   "peak with weights / (real_frac x padded with weights)", "ragged us/step",
                   "floor us/step: barrier", "floor us/step: barrier + h exchange", "exchange floor / ragged step",
                   "floor us/step: weights streamed, row-major / rotated / packed",
@@ -740,7 +740,8 @@ def main(argv):
     parser.add_argument("--torch-rnn")
     parser.add_argument("--profile-dir")
     parser.add_argument("--expected", help="ragged_bench --benchmark_list_tests output of the suites the run meant "
-                        "to time (scripts/gpu-check.sh's bench_expected.txt)")
+                        "to time (default: the bench file's context expected_benchmarks, as scripts/gpu-check.sh "
+                        "leaves it)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv[1:])
     try:

@@ -127,7 +127,8 @@ class GuardedShared {
       if (m == MAP_FAILED) fail("cannot map a block's shared memory");
       map_ = static_cast<unsigned char*>(m);
       usable_pages_ = pages;
-      mprotect(map_ + pages * page, page, PROT_NONE);
+      // A failed split (ENOMEM near vm.max_map_count) would leave no guard: stop rather than check nothing.
+      if (mprotect(map_ + pages * page, page, PROT_NONE) != 0) fail("cannot protect a shared memory guard page");
     }
     data_ = map_ + usable_pages_ * page - usable;
     std::memset(data_, fill, usable);
