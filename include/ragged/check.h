@@ -10,7 +10,8 @@
 namespace ragged {
 
 // Encoded as (index << 8) | status so that one 64-bit atomicMin keeps the failure with the lowest index
-// deterministically. All bits set means "no failure".
+// deterministically. All bits set means "no failure". The index keeps 56 bits: exact for any array that fits a
+// device (2^56 offsets would take 256 PiB), though the size checks admit batches up to 2^59.
 struct CheckResult {
   unsigned long long code = ~0ull;
 
