@@ -135,7 +135,9 @@ std::size_t count_poison(const std::vector<T>& values) {
 
 // A device buffer of `count` elements with `guard` elements on each side, all poisoned. For the malformed-input
 // tests: a write past either end lands in a guard, where guards_intact() sees it. Without the guards such a write
-// usually lands in other mapped memory of the pool and goes unseen on a GPU unless compute-sanitizer runs.
+// usually lands in other mapped memory of the pool and goes unseen on a GPU unless compute-sanitizer runs. A guard
+// of g elements also starts data() g * sizeof(T) bytes past the allocation's alignment: a guard of 1 to 3 float
+// elements is an array that is not 16-byte aligned, for the tests of the one-element paths.
 template <typename T>
 class GuardedBuffer {
  public:
@@ -149,7 +151,13 @@ class GuardedBuffer {
       REQUIRE(cudaMemcpy(data(), values.data(), values.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
   }
   T* data() { return buffer_.data() + guard_; }
+  const T* data() const { return buffer_.data() + guard_; }
   std::size_t size() const { return count_; }
+  // The elements, without the guards (synchronises the device).
+  std::vector<T> to_host() const {
+    const std::vector<T> all = buffer_.to_host();
+    return std::vector<T>(all.begin() + guard_, all.end() - guard_);
+  }
   // Whether every guard element still holds poison()'s bytes (synchronises the device).
   bool guards_intact() const {
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);

@@ -77,6 +77,9 @@ void warp_compute(WarpComputeFn fn, void* io);
 // Shared-memory addresses (__cvta_generic_to_shared) are offsets into the block's dynamic shared memory.
 std::size_t shared_offset(const void* p);
 void* shared_pointer(unsigned offset, std::size_t bytes);
+// Stops the program with `what`, naming the running kernel, block and thread: for what the GPU would fault on
+// (the replaced headers' checks, e.g. a misaligned cp.async).
+[[noreturn]] void kernel_error(const char* what);
 void block_barrier();
 void grid_barrier();  // cooperative_groups::this_grid().sync()
 // Programmatic dependent launch (kernels/grid_dependency.cuh, replaced by tests/emu/device/grid_dependency.cuh).

@@ -59,6 +59,11 @@ emu_switch:
 )");
 extern "C" void emu_switch(void** save, void* load);
 
+// UBSan's runtime, where build.sh's alignment check links it (weak: a build without the check has none), and its
+// options: a stack trace with each report, which names the kernel's functions.
+extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+extern "C" const char* __ubsan_default_options() { return "print_stacktrace=1"; }
+
 namespace emu {
 
 ThreadState* g_current = nullptr;
@@ -250,6 +255,20 @@ const char* op_name(WarpOp op) {
   }
   return "?";
 }
+
+// Where a kernel's UBSan check stops the program (build.sh's alignment check: a GPU faults on a misaligned access),
+// the kernel, block and thread that made the access, after UBSan's report of the source line and the address.
+void on_sanitizer_death() {
+  if (S.running != nullptr)
+    std::fprintf(stderr, "emu: the access above was made by kernel %s, block (%u,%u,%u), thread %d\n", S.kernel,
+                 S.running->ts.block_idx.x, S.running->ts.block_idx.y, S.running->ts.block_idx.z,
+                 S.running->ts.linear);
+}
+
+const bool g_sanitizer_death_callback = [] {
+  if (__sanitizer_set_death_callback != nullptr) __sanitizer_set_death_callback(&on_sanitizer_death);
+  return true;
+}();
 
 [[noreturn]] void fail(const std::string& what) {
   if (S.running != nullptr)
@@ -621,6 +640,8 @@ struct FaultHandler {
 } g_fault_handler;
 
 }  // namespace
+
+void kernel_error(const char* what) { fail(what); }
 
 std::uint64_t warp_collective(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width) {
   Fiber& f = *S.running;

@@ -148,14 +148,28 @@ std::vector<MalformedOffsets<OffsetT>> malformed_offsets_cases() {
 template <typename T, typename OffsetT>
 struct DeviceRagged {
   DeviceBuffer<OffsetT> offsets;
-  DeviceBuffer<T> values;
+  GuardedBuffer<T> values;  // `shift` guard elements on each side (Shifts)
   std::int64_t batch = 0, nnz = 0, inner = 1;
 
-  explicit DeviceRagged(const HostRagged<T, OffsetT>& host)
-      : offsets(host.offsets), values(host.values), batch(host.batch), nnz(host.nnz), inner(host.inner) {}
+  explicit DeviceRagged(const HostRagged<T, OffsetT>& host, std::int64_t shift = 0)
+      : offsets(host.offsets),
+        values(host.values, static_cast<std::size_t>(shift)),
+        batch(host.batch),
+        nnz(host.nnz),
+        inner(host.inner) {}
   RaggedView<const T, OffsetT> view() const {
     return RaggedView<const T, OffsetT>{values.data(), offsets.data(), batch, nnz, inner};
   }
+};
+
+// How many elements past its allocation's 16-byte aligned start each array of a segment op begins (a
+// GuardedBuffer's guard; 0: aligned). 1 to 3 float elements, or 1 to 7 half ones, leave it off 16-byte alignment, so
+// that the op must take its one-element loads (segment_vector_width) for the arrays it reads and writes in vectors:
+// a GPU faults on a misaligned vector access, and so does the emulator (tests/emu/build.sh's alignment check).
+// values: the input (forward); out: the forward's output, which the softmax backward reads as y; grad_out and
+// grad_in: the backward's.
+struct Shifts {
+  std::int64_t values = 0, out = 0, grad_out = 0, grad_in = 0;
 };
 
 

@@ -3,8 +3,8 @@
 // zero-length sequences, batch of 1, one long sequence among short ones), both recurrent paths forced, hidden
 // sizes that need several blocks, k chunks and batch chunks; batch invariance (within float ulps with the cuBLAS
 // projection, bit for bit with RnnProjection::kBatchInvariant, which is also checked against the reference), graph
-// capture, truncation by max_steps, a short workspace and malformed offsets (the other argument errors:
-// tests/cpu/test_argument_checks.cpp).
+// capture, truncation by max_steps, every array off 16-byte alignment, a short workspace and malformed offsets
+// (the other argument errors: tests/cpu/test_argument_checks.cpp).
 //
 // Tolerance (FlashAttention's rule): the device error against the exact reference (double) may be at most twice
 // the error of a plain same-precision computation (reference kStorage: float accumulation, h rounded to T each
@@ -83,14 +83,16 @@ std::vector<T> scaled_values(std::int64_t count, double scale, std::mt19937_64& 
 }
 
 // Parameters on the host and on the device; matrices scaled by 1 / sqrt(width) like PyTorch's initialisation.
+// shift: each device tensor starts that many elements into its allocation (a GuardedBuffer's guard), so that a shift
+// of 1 leaves every weight off 16-byte alignment.
 template <typename T>
 struct Model {
   RnnDesc desc;
   std::vector<std::vector<T>> host;
-  std::vector<DeviceBuffer<T>> device;
+  std::vector<test::GuardedBuffer<T>> device;
   std::vector<RnnLayerWeights<T>> host_weights, device_weights;
 
-  Model(const RnnDesc& d, std::mt19937_64& rng) : desc(d) {
+  Model(const RnnDesc& d, std::mt19937_64& rng, std::int64_t shift = 0) : desc(d) {
     const std::int64_t dirs = rnn_directions(d), G = rnn_gate_count(d.mode), H = d.hidden_size;
     const std::int64_t S = rnn_state_size(d), P = d.mode == RnnMode::kLstm ? d.proj_size : 0;
     for (std::int64_t l = 0; l < d.num_layers; ++l)
@@ -103,7 +105,7 @@ struct Model {
         host.push_back(P > 0 ? scaled_values<T>(P * H, 1.0 / std::sqrt(static_cast<double>(H)), rng)
                              : std::vector<T>{});
       }
-    for (const auto& tensor : host) device.emplace_back(tensor);
+    for (const auto& tensor : host) device.emplace_back(tensor, static_cast<std::size_t>(shift));
     auto ptr_or_null = [](const T* p, std::size_t n) { return n > 0 ? p : nullptr; };
     for (std::size_t i = 0; i < host.size(); i += 5) {
       host_weights.push_back(RnnLayerWeights<T>{host[i].data(), host[i + 1].data(), host[i + 2].data(),
@@ -144,6 +146,7 @@ struct Options {
   bool dynamic = false;         // through dynamic::rnn_forward (run-time dtype) instead of the typed op
   std::size_t cublas_workspace_bytes = RnnArgs<float, std::int32_t>{}.cublas_workspace_bytes;
   RnnProjection projection = RnnProjection::kCublas;
+  std::int64_t shift = 0;  // run_device: every input and output that many elements into its allocation
 };
 
 template <typename T>
@@ -153,11 +156,11 @@ struct Outputs {
   std::size_t workspace_bytes = 0;  // what the query asked for
 };
 
-template <typename T, typename OffsetT>
-RnnArgs<T, OffsetT> make_args(const Model<T>& model, const DeviceBuffer<T>& x, const DeviceBuffer<OffsetT>& offsets,
-                              const Inputs<T, OffsetT>& in, const DeviceBuffer<T>& h0, const DeviceBuffer<T>& c0,
-                              DeviceBuffer<T>& out, DeviceBuffer<T>& hn, DeviceBuffer<T>& cn, const Options& o,
-                              cublasHandle_t handle, CheckResult* check) {
+// Buffer: DeviceBuffer<T> or test::GuardedBuffer<T>.
+template <typename T, typename OffsetT, typename Buffer>
+RnnArgs<T, OffsetT> make_args(const Model<T>& model, const Buffer& x, const DeviceBuffer<OffsetT>& offsets,
+                              const Inputs<T, OffsetT>& in, const Buffer& h0, const Buffer& c0, Buffer& out,
+                              Buffer& hn, Buffer& cn, const Options& o, cublasHandle_t handle, CheckResult* check) {
   const bool lstm = model.desc.mode == RnnMode::kLstm;
   RnnArgs<T, OffsetT> args;
   args.desc = model.desc;
@@ -184,15 +187,14 @@ Outputs<T> run_device(const Model<T>& model, const Inputs<T, OffsetT>& in, const
   const RnnDesc& d = model.desc;
   const std::int64_t dirs = rnn_directions(d), S = rnn_state_size(d), B = in.x.batch;
   const std::int64_t slots = d.num_layers * dirs;
-  DeviceBuffer<T> x(in.x.values);
+  const auto shift = static_cast<std::size_t>(o.shift);
+  using Buffer = test::GuardedBuffer<T>;
+  Buffer x(in.x.values, shift), h0(in.h0, shift), c0(in.c0, shift);
   DeviceBuffer<OffsetT> offsets(in.x.offsets);
-  DeviceBuffer<T> h0(in.h0), c0(in.c0);
-  DeviceBuffer<T> out(static_cast<std::size_t>(in.x.nnz * dirs * S));
-  DeviceBuffer<T> hn(static_cast<std::size_t>(slots * B * S)), cn(static_cast<std::size_t>(slots * B * d.hidden_size));
+  Buffer out(static_cast<std::size_t>(in.x.nnz * dirs * S), shift);  // poisoned, as are hn and cn
+  Buffer hn(static_cast<std::size_t>(slots * B * S), shift);
+  Buffer cn(static_cast<std::size_t>(slots * B * d.hidden_size), shift);
   DeviceBuffer<CheckResult> check(1);
-  test::poison(out);
-  test::poison(hn);
-  test::poison(cn);
   check.fill_bytes(0);  // "failure at 0": a missing reset shows
   const RnnArgs<T, OffsetT> args = make_args(model, x, offsets, in, h0, c0, out, hn, cn, o, handle, check.data());
 
@@ -232,6 +234,7 @@ Outputs<T> run_device(const Model<T>& model, const Inputs<T, OffsetT>& in, const
   }
   REQUIRE_OK(forward(workspace.data(), bytes));
   REQUIRE_CUDA(cudaDeviceSynchronize());
+  if (shift > 0) REQUIRE((out.guards_intact() && hn.guards_intact() && cn.guards_intact()));
   Outputs<T> result;
   result.output = out.to_host();
   result.hn = hn.to_host();
@@ -362,6 +365,28 @@ TEMPLATE_TEST_CASE("rnn_forward LSTM with proj_size matches the reference", "[rn
   Options o;
   o.algo = algo;
   check_against_reference(model, inputs, o, cublas.handle);
+}
+
+TEMPLATE_TEST_CASE("rnn_forward with every array off 16-byte alignment matches the reference", "[rnn]", float,
+                   bfloat16) {
+  // Input 16, hidden 24 and proj_size 8 give rows of whole 16-byte vectors, which the kernels move as vectors
+  // where the array is 16-byte aligned (rnn_common.cuh's vector flags, the batch-invariant projection's tiles);
+  // here every weight, the input, the initial states and every output start one element into their allocations,
+  // so each path must take its element-wise copies (a vector access off alignment faults on the GPU and in the
+  // emulator), with both projections. The outputs' guards must stay poisoned.
+  using T = TestType;
+  CublasHandle cublas;
+  auto rng = test::make_rng(250);
+  const RnnMode mode = GENERATE(RnnMode::kLstm, RnnMode::kGru);
+  const RnnAlgo algo = GENERATE(from_range(kAllPaths));
+  const RnnProjection projection = GENERATE(RnnProjection::kCublas, RnnProjection::kBatchInvariant);
+  const RnnDesc desc = make_desc(mode, 16, 24, mode == RnnMode::kLstm ? 8 : 0, 2, true);
+  Model<T> model(desc, rng, 1);
+  Options o;
+  o.algo = algo;
+  o.projection = projection;
+  o.shift = 1;
+  check_against_reference(model, make_inputs<T, std::int32_t>(desc, {5, 0, 9, 2, 9, 1, 0, 4}, rng), o, cublas.handle);
 }
 
 TEMPLATE_TEST_CASE("rnn_forward across length regimes and offset types", "[rnn][matrix]", float, bfloat16) {

@@ -4,7 +4,8 @@
 // infinities, ties and signed zeros; bitwise determinism and batch invariance; streamed rows against the unit walk,
 // bitwise; the sub-warp row pass of short rows at D > 32 against the first pass (max / min bitwise, every op at wide
 // D); the warp rows at D = 1 against the streams, bitwise; grids capped at 1 and 3 blocks, bitwise; capture in a CUDA
-// graph; a short workspace and malformed offsets (the other argument errors: tests/cpu/test_argument_checks.cpp).
+// graph; arrays off 16-byte alignment; a short workspace and malformed offsets (the other argument errors:
+// tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -32,41 +33,46 @@ struct ReduceOutput {
   std::vector<std::int64_t> arg;  // empty when no arg output was asked for
 };
 
-// segment_reduce on the device, outputs poisoned first.
+// segment_reduce on the device, outputs poisoned first (out and arg shift.out elements into their allocations, with
+// as many guard elements after them, which must stay poisoned).
 template <typename T, typename OffsetT>
-ReduceOutput<T> device_reduce(const DeviceRagged<T, OffsetT>& d, ReduceOp op, bool with_arg, float empty_value) {
-  DeviceBuffer<T> out(d.batch * d.inner);
-  DeviceBuffer<std::int64_t> arg(with_arg ? d.batch * d.inner : 0);
-  test::poison(out);
-  test::poison(arg);
+ReduceOutput<T> device_reduce(const DeviceRagged<T, OffsetT>& d, ReduceOp op, bool with_arg, float empty_value,
+                              std::int64_t shift = 0) {
+  const auto guard = static_cast<std::size_t>(shift);
+  test::GuardedBuffer<T> out(static_cast<std::size_t>(d.batch * d.inner), guard);
+  test::GuardedBuffer<std::int64_t> arg(with_arg ? static_cast<std::size_t>(d.batch * d.inner) : 0, guard);
   std::int64_t* arg_ptr = with_arg ? arg.data() : nullptr;
   REQUIRE_OK(run_two_phase([&](void* workspace, std::size_t& bytes) {
     return segment_reduce(workspace, bytes, d.view(), op, out.data(), arg_ptr, empty_value, nullptr);
   }));
+  if (shift > 0) REQUIRE((out.guards_intact() && arg.guards_intact()));
   return {out.to_host(), with_arg ? arg.to_host() : std::vector<std::int64_t>()};
 }
 
-// segment_reduce_backward on the device with shape.values null (it must not be read), grad_in poisoned first.
+// segment_reduce_backward on the device with shape.values null (it must not be read), grad_in poisoned first;
+// grad_out and grad_in as far into their allocations as `shifts` says.
 template <typename T, typename OffsetT>
 std::vector<T> device_reduce_backward(const DeviceRagged<T, OffsetT>& d, ReduceOp op, const std::vector<T>& grad_out,
-                                      const std::vector<std::int64_t>& arg) {
-  DeviceBuffer<T> d_grad_out(grad_out);
+                                      const std::vector<std::int64_t>& arg, const Shifts& shifts = {}) {
+  const test::GuardedBuffer<T> d_grad_out(grad_out, static_cast<std::size_t>(shifts.grad_out));
   DeviceBuffer<std::int64_t> d_arg(arg);
-  DeviceBuffer<T> grad_in(d.nnz * d.inner);
-  test::poison(grad_in);
+  test::GuardedBuffer<T> grad_in(static_cast<std::size_t>(d.nnz * d.inner), static_cast<std::size_t>(shifts.grad_in));
   RaggedView<const T, OffsetT> shape = d.view();
   shape.values = nullptr;
   const std::int64_t* arg_ptr = is_extreme(op) ? d_arg.data() : nullptr;
   REQUIRE_OK(run_two_phase([&](void* workspace, std::size_t& bytes) {
     return segment_reduce_backward(workspace, bytes, shape, op, d_grad_out.data(), arg_ptr, grad_in.data(), nullptr);
   }));
+  if (shifts.grad_in > 0) REQUIRE(grad_in.guards_intact());
   return grad_in.to_host();
 }
 
-// Every op forward (with and without arg) and backward on one input, against the CPU reference.
+// Every op forward (with and without arg) and backward on one input, against the CPU reference; each array
+// `shifts` elements into its allocation.
 template <typename T, typename OffsetT>
-void check_all_ops(const HostRagged<T, OffsetT>& host, float empty_value, std::mt19937_64& rng) {
-  const DeviceRagged<T, OffsetT> dev(host);
+void check_all_ops(const HostRagged<T, OffsetT>& host, float empty_value, std::mt19937_64& rng,
+                   const Shifts& shifts = {}) {
+  const DeviceRagged<T, OffsetT> dev(host, shifts.values);
   const std::int64_t inner = host.inner, count = host.batch * inner;
   const std::int64_t used = static_cast<std::int64_t>(host.offsets.back()) * inner;
 
@@ -85,18 +91,18 @@ void check_all_ops(const HostRagged<T, OffsetT>& host, float empty_value, std::m
     std::vector<std::int64_t> device_arg;
     if (is_extreme(op)) {
       // Max / min move one input value: exact, with and without the arg output.
-      ReduceOutput<T> with_arg = device_reduce(dev, op, true, empty_value);
+      ReduceOutput<T> with_arg = device_reduce(dev, op, true, empty_value, shifts.out);
       std::string failure = compare_values_exact(with_arg.out, ref, 0, count);
       INFO("with arg: " << failure);
       REQUIRE(failure.empty());
       REQUIRE(with_arg.arg == ref_arg);
-      ReduceOutput<T> no_arg = device_reduce(dev, op, false, empty_value);
+      ReduceOutput<T> no_arg = device_reduce(dev, op, false, empty_value, shifts.out);
       failure = compare_values_exact(no_arg.out, ref, 0, count);
       INFO("without arg: " << failure);
       REQUIRE(failure.empty());
       device_arg = with_arg.arg;
     } else {
-      ReduceOutput<T> got = device_reduce(dev, op, false, empty_value);
+      ReduceOutput<T> got = device_reduce(dev, op, false, empty_value, shifts.out);
       std::vector<double> bound(count);
       for (std::int64_t k = 0; k < count; ++k) {
         const std::int64_t length = host.length(k / inner);
@@ -118,7 +124,7 @@ void check_all_ops(const HostRagged<T, OffsetT>& host, float empty_value, std::m
     const std::vector<T> grad_out = test::random_values<T>(count, rng);
     std::vector<T> grad_ref(host.values.size());
     reference::segment_reduce_backward(host.view(), op, grad_out.data(), ref_arg.data(), grad_ref.data());
-    const std::vector<T> grad_got = device_reduce_backward(dev, op, grad_out, device_arg);
+    const std::vector<T> grad_got = device_reduce_backward(dev, op, grad_out, device_arg, shifts);
     const std::string failure =
         op == ReduceOp::kMean
             ? test::compare_to_reference<T>(grad_got, grad_ref, nullptr, std::vector<double>(grad_ref.size(), 0.0), 0,
@@ -174,6 +180,30 @@ TEMPLATE_TEST_CASE("segment_reduce on the device matches the CPU reference", "[s
       INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
       const auto host = test::random_ragged<T, OffsetT>(set.lengths, inner, rng);
       check_all_ops(host, empty_values[round++ % 3], rng);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_reduce on the device: arrays off 16-byte alignment", "[segment][gpu]", F32_I64, BF16_I32) {
+  // The forward reads the values in 16-byte vectors and the backward writes grad_in so, where the array is 16-byte
+  // aligned and D a multiple of the vector (segment_vector_width); off alignment, one element at a time, with the
+  // other geometry (chunk sizes, tiny rows, sub-warp rows). The forward's outputs and the backward's grad_out are
+  // accessed an element at a time whatever their alignment: shifted too. At each D where aligned arrays take
+  // vectors, every op, every length set, against the CPU reference; a vector access off alignment faults on the
+  // GPU and in the emulator.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(433);
+  const std::int64_t vec = 16 / static_cast<std::int64_t>(sizeof(T));
+  const Shifts shift_sets[] = {{1, 1, 1, 1}, {vec - 1, 3, 1, 0}};  // the second: grad_in aligned, grad_out not
+  int round = 0;
+  for (std::int64_t inner : {vec, std::int64_t{64}, std::int64_t{1000}}) {
+    REQUIRE(detail::segment_vector_width(inner, sizeof(T), nullptr) == vec);
+    const Shifts& shifts = shift_sets[round++ % 2];
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner << ", shifts "
+                       << shifts.values << " / " << shifts.out << " / " << shifts.grad_out << " / " << shifts.grad_in);
+      check_all_ops(test::random_ragged<T, OffsetT>(set.lengths, inner, rng), -1.5f, rng, shifts);
     }
   }
 }

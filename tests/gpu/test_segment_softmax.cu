@@ -4,7 +4,7 @@
 // offsets[batch] left untouched; bitwise determinism and batch invariance; streamed rows against the unit walk,
 // bitwise; short rows at D > 32 in the sub-warp row pass (a warp each at wide D); rows of 33 to 512 tokens at D = 1
 // taken a warp each, bitwise against the streams; grids capped at 1 and 3 blocks, bitwise; launches after a
-// cudaDeviceReset; a short workspace and malformed offsets (the other argument errors:
+// cudaDeviceReset; arrays off 16-byte alignment; a short workspace and malformed offsets (the other argument errors:
 // tests/cpu/test_argument_checks.cpp).
 #include <catch2/catch.hpp>
 
@@ -27,27 +27,32 @@ namespace {
 
 constexpr std::int64_t kSpareRows = 3;  // capacity past offsets[batch]: never written
 
+// out poisoned first, `shift` elements into its allocation (with as many guard elements after it, which must stay
+// poisoned).
 template <typename T, typename OffsetT>
-std::vector<T> device_softmax(const DeviceRagged<T, OffsetT>& d, bool log) {
-  DeviceBuffer<T> out(d.nnz * d.inner);
-  test::poison(out);
+std::vector<T> device_softmax(const DeviceRagged<T, OffsetT>& d, bool log, std::int64_t shift = 0) {
+  test::GuardedBuffer<T> out(static_cast<std::size_t>(d.nnz * d.inner), static_cast<std::size_t>(shift));
   REQUIRE_OK(run_two_phase([&](void* workspace, std::size_t& bytes) {
     return segment_softmax(workspace, bytes, d.view(), log, out.data(), nullptr);
   }));
+  if (shift > 0) REQUIRE(out.guards_intact());
   return out.to_host();
 }
 
-// segment_softmax_backward with shape.values null (it must not be read), grad_in poisoned first.
+// segment_softmax_backward with shape.values null (it must not be read), grad_in poisoned first; y (shifts.out),
+// dy (shifts.grad_out) and grad_in as far into their allocations as `shifts` says.
 template <typename T, typename OffsetT>
 std::vector<T> device_softmax_backward(const DeviceRagged<T, OffsetT>& d, bool log, const std::vector<T>& y,
-                                       const std::vector<T>& dy) {
-  DeviceBuffer<T> d_y(y), d_dy(dy), grad_in(d.nnz * d.inner);
-  test::poison(grad_in);
+                                       const std::vector<T>& dy, const Shifts& shifts = {}) {
+  const test::GuardedBuffer<T> d_y(y, static_cast<std::size_t>(shifts.out));
+  const test::GuardedBuffer<T> d_dy(dy, static_cast<std::size_t>(shifts.grad_out));
+  test::GuardedBuffer<T> grad_in(static_cast<std::size_t>(d.nnz * d.inner), static_cast<std::size_t>(shifts.grad_in));
   RaggedView<const T, OffsetT> shape = d.view();
   shape.values = nullptr;
   REQUIRE_OK(run_two_phase([&](void* workspace, std::size_t& bytes) {
     return segment_softmax_backward(workspace, bytes, shape, log, d_y.data(), d_dy.data(), grad_in.data(), nullptr);
   }));
+  if (shifts.grad_in > 0) REQUIRE(grad_in.guards_intact());
   return grad_in.to_host();
 }
 
@@ -84,8 +89,8 @@ void require_sets_keep_bits(const std::vector<LengthSet>& sets, std::int64_t inn
 
 // Forward (softmax and log-softmax) and backward on one input against the CPU reference.
 template <typename T, typename OffsetT>
-void check_softmax(const HostRagged<T, OffsetT>& host, std::mt19937_64& rng) {
-  const DeviceRagged<T, OffsetT> dev(host);
+void check_softmax(const HostRagged<T, OffsetT>& host, std::mt19937_64& rng, const Shifts& shifts = {}) {
+  const DeviceRagged<T, OffsetT> dev(host, shifts.values);
   const std::int64_t inner = host.inner, size = static_cast<std::int64_t>(host.values.size());
   const std::int64_t used = static_cast<std::int64_t>(host.offsets.back()) * inner;
 
@@ -93,7 +98,7 @@ void check_softmax(const HostRagged<T, OffsetT>& host, std::mt19937_64& rng) {
     INFO((log ? "log-softmax" : "softmax"));
     std::vector<T> ref(size, test::round_to<T>(std::numeric_limits<double>::quiet_NaN()));
     reference::segment_softmax(host.view(), log, ref.data());
-    const std::vector<T> got = device_softmax(dev, log);
+    const std::vector<T> got = device_softmax(dev, log, shifts.out);
     // float: exp and the sum in float keep ~1e-6 relative error; log-softmax's error is absolute in log(sum).
     std::vector<double> bound(size);
     for (std::int64_t k = 0; k < used; ++k) {
@@ -115,7 +120,7 @@ void check_softmax(const HostRagged<T, OffsetT>& host, std::mt19937_64& rng) {
     const std::vector<T> dy = test::random_values<T>(size, rng);
     std::vector<T> grad_ref(size, test::round_to<T>(std::numeric_limits<double>::quiet_NaN()));
     reference::segment_softmax_backward(host.view(), log, ref.data(), dy.data(), grad_ref.data());
-    const std::vector<T> grad_got = device_softmax_backward(dev, log, ref, dy);
+    const std::vector<T> grad_got = device_softmax_backward(dev, log, ref, dy, shifts);
     // Error scale per element: softmax |y| (|dy| + sum |dy y|); log-softmax |dy| + exp(y) sum |dy|.
     std::vector<double> grad_bound(size, 0.0);
     for (std::int64_t b = 0; b < host.batch; ++b) {
@@ -153,6 +158,31 @@ TEMPLATE_TEST_CASE("segment_softmax on the device matches the CPU reference", "[
     for (const LengthSet& set : length_sets(rng, inner)) {
       INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner);
       check_softmax(test::random_ragged<T, OffsetT>(set.lengths, inner, rng, kSpareRows), rng);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("segment_softmax on the device: arrays off 16-byte alignment", "[segment][gpu]", F32_I64,
+                   BF16_I32) {
+  // The unit and row passes move 16-byte vectors where every array they touch is 16-byte aligned and D a multiple
+  // of the vector (values and out forward; y, dy and grad_in backward: softmax_geometry); where one is not, they
+  // all go an element at a time. Each D where aligned arrays take vectors gets one of three shift sets (the
+  // rotation starts elsewhere for each type): the input off alignment and the output aligned, the other way round,
+  // and all off, against the CPU reference in every length set; a vector access off alignment faults on the GPU
+  // and in the emulator.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(512);
+  const std::int64_t vec = 16 / static_cast<std::int64_t>(sizeof(T));
+  const Shifts shift_sets[] = {{1, 0, 1, 0}, {0, 1, 0, 0}, {vec - 1, 3, 2, 1}};
+  int round = sizeof(T) == 4 ? 0 : 1;
+  for (std::int64_t inner : {vec, std::int64_t{64}, std::int64_t{1000}}) {
+    REQUIRE(detail::segment_vector_width(inner, sizeof(T), nullptr) == vec);
+    const Shifts& shifts = shift_sets[round++ % 3];
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner << ", shifts "
+                       << shifts.values << " / " << shifts.out << " / " << shifts.grad_out << " / " << shifts.grad_in);
+      check_softmax(test::random_ragged<T, OffsetT>(set.lengths, inner, rng, kSpareRows), rng, shifts);
     }
   }
 }

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +32,12 @@ inline bool cp_async_lands_early() {
 }
 
 __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, bool valid) {
+  // The PTX ISA requires both addresses aligned to the copy's size (the GPU faults: misaligned address).
+  if (dst % 16 != 0 || reinterpret_cast<std::uintptr_t>(src) % 16 != 0) {
+    char what[128];
+    std::snprintf(what, sizeof what, "cp.async of 16 bytes from %p to shared offset %u: not 16-byte aligned", src, dst);
+    ::emu::kernel_error(what);
+  }
   ::emu::ThreadState::PendingCopy copy;
   copy.dst = ::emu::shared_pointer(dst, 16);
   if (valid) std::memcpy(copy.bytes, src, 16);  // the source is read at issue; it does not change in a kernel

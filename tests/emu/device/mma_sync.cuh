@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <cstring>
+#include <string>
 
 namespace ragged {
 namespace detail {
@@ -28,6 +29,13 @@ struct LdmatrixIo {
 // 2 (l % 4) + 1 of each matrix (transposed: column l / 4, rows 2 (l % 4) and 2 (l % 4) + 1).
 template <bool kTrans>
 void ldmatrix(void* const* io) {
+  // The PTX ISA requires each row's address 16-byte aligned (the GPU faults: misaligned address).
+  for (int l = 0; l < 32; ++l) {
+    const unsigned address = static_cast<LdmatrixIo*>(io[l])->address;
+    if (address % 16 != 0)
+      ::emu::kernel_error(("ldmatrix row address (lane " + std::to_string(l) + ", shared offset " +
+                           std::to_string(address) + ") not 16-byte aligned").c_str());
+  }
   unsigned out[32][4];
   for (int l = 0; l < 32; ++l) {
     for (int m = 0; m < 4; ++m) {
