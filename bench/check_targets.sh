@@ -52,9 +52,10 @@ json.dump({"torch": "synthetic", "checks": [{"ok": True}], "timings": timings},
 PY
 python3 scripts/summarize_targets.py --bench "$work/bench.json" --torch-rnn "$work/torch_rnn.json" \
   --out "$work/targets.md"
-python3 - "$work/targets.md" <<'PY'
+python3 - "$work/targets.md" "$work/names.txt" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
+names = open(sys.argv[2]).read().split()
 targets = ["sum/max copy_frac >= 0.85", "softmax copy_frac >= 0.75", "softmax, one huge row: >= 0.75 of 3V floor",
            ">= 2x CUB (tiny rows, one huge row)", "never slower than CUB", "ragged time <= 1.15 x real_frac x padded",
            "ragged peak <= 1.1 x real_frac x padded (weights included)",
@@ -103,9 +104,13 @@ assert reduce_rows and all("drained copy_frac>=0.85" in line for line in reduce_
 # The floors pair with ragged's case: the sub-warp row floors (bench/subwarp_row_floor.h: sum and softmax, float
 # and bfloat16, tiny rows at D = 64), then the warp row floors (bench/warp_row_floor.h: sum, max and softmax in
 # float, sum and softmax in bfloat16, uniform and power-law rows at D = 1).
+# As many rows as ragged_bench registers floors of each kind (RAGGED_BENCH_FULL=1 registers more).
 floor_tables = tables("| op | regime | D | dtype | ragged us | floor us |")
 assert len(floor_tables) == 2, f"{len(floor_tables)} floor tables, not the sub-warp and the warp row floors'"
-for floor_rows, count, what in zip(floor_tables, (4, 10), ("sub-warp", "warp")):
+floor_counts = [sum(1 for n in names if n.startswith("segment_") and "/floor/" in n and f"/kind:{kind}/" in n)
+                for kind in ("subwarp", "warp")]
+assert all(floor_counts), f"ragged_bench registers no sub-warp or no warp row floor: {floor_counts}"
+for floor_rows, count, what in zip(floor_tables, floor_counts, ("sub-warp", "warp")):
     assert len(floor_rows) == count and all(row.split("|")[5].strip() != "-" for row in floor_rows), \
         f"the {what} row floors do not pair with ragged's cases: {floor_rows}"
 attention_rows = [line for line in text.splitlines() if re.match(r"\| pad\d", line)]
