@@ -33,7 +33,7 @@ struct ReduceOutput {
   std::vector<std::int64_t> arg;  // empty when no arg output was asked for
 };
 
-// segment_reduce on the device, outputs poisoned first (out and arg shift.out elements into their allocations, with
+// segment_reduce on the device, outputs poisoned first (out and arg `shift` elements into their allocations, with
 // as many guard elements after them, which must stay poisoned).
 template <typename T, typename OffsetT>
 ReduceOutput<T> device_reduce(const DeviceRagged<T, OffsetT>& d, ReduceOp op, bool with_arg, float empty_value,
