@@ -62,10 +62,14 @@ fi
 optimize=(-O2 -fno-tree-vrp -g -mfma -ffp-contract=fast -fno-strict-aliasing)
 # A GPU faults on an access that is not aligned to its size (a 16-byte vector load from an address 4 bytes past
 # alignment: "misaligned address"); x86 does not. UBSan's alignment check stops the program there instead, naming
-# the source line and the type (EMU_ALIGNMENT_CHECK=0 builds without it).
-alignment=(-fsanitize=alignment -fno-sanitize-recover=alignment)
-[[ "${EMU_ALIGNMENT_CHECK:-1}" == 0 ]] && alignment=()
-flags=(-std=c++17 "${optimize[@]}" "${alignment[@]}" -pthread -include "$here/cuda_emu.h"
+# the source line and the type. EMU_UBSAN names the checks (comma-separated; empty: no UBSan): e.g.
+# alignment,shift-exponent,bounds,signed-integer-overflow also stops at a shift by the width or more (x86 masks the
+# count, a GPU's shift clamps it: the two give different bits), an index past a fixed-size array (registers, static
+# shared memory) and a signed overflow (it wraps on the GPU; g++ may assume it does not happen).
+ubsan_checks="${EMU_UBSAN-alignment}"
+ubsan=()
+[[ -n "$ubsan_checks" ]] && ubsan=(-fsanitize="$ubsan_checks" -fno-sanitize-recover="$ubsan_checks")
+flags=(-std=c++17 "${optimize[@]}" "${ubsan[@]}" -pthread -include "$here/cuda_emu.h"
        -I"$here/shim" -I"$tree/include" -I"$tree/kernels" -I"$tree/src" -I"$tree/tests" -I"$tree" -I"$cuda_include")
 g++ -std=c++17 "${optimize[@]}" "$here/host_compiler_check.cpp" -o "$build/host_compiler_check"
 if ! "$build/host_compiler_check" > /dev/null; then
@@ -119,13 +123,13 @@ compile_all "${sources[@]}"
 rm -f "$build/libragged_emu.a"
 ar rcs "$build/libragged_emu.a" $(obj_of "${lib_sources[@]}")
 for t in "${tests[@]}"; do
-  g++ -pthread "${alignment[@]}" -o "$build/emu_$t" "$(obj_of "$tree/tests/gpu/$t.cu")" \
+  g++ -pthread "${ubsan[@]}" -o "$build/emu_$t" "$(obj_of "$tree/tests/gpu/$t.cu")" \
     $(obj_of "${test_main_sources[@]}") \
     $(obj_of "${runtime_sources[@]}") "$build/libragged_emu.a"
 done
 # Suites register themselves from static initialisers, so their objects are linked directly, not from an archive.
 if (( bench )); then
-  g++ -pthread "${alignment[@]}" -o "$build/emu_ragged_bench" $(obj_of "${bench_sources[@]}") \
+  g++ -pthread "${ubsan[@]}" -o "$build/emu_ragged_bench" $(obj_of "${bench_sources[@]}") \
     $(obj_of "${runtime_sources[@]}") \
     "$build/libragged_emu.a" -lbenchmark
 fi

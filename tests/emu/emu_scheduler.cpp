@@ -256,11 +256,11 @@ const char* op_name(WarpOp op) {
   return "?";
 }
 
-// Where a kernel's UBSan check stops the program (build.sh's alignment check: a GPU faults on a misaligned access),
-// the kernel, block and thread that made the access, after UBSan's report of the source line and the address.
+// Where a kernel's UBSan check stops the program (build.sh's EMU_UBSAN: a misaligned access, which a GPU faults on,
+// by default), the kernel, block and thread that ran it, after UBSan's report of the source line.
 void on_sanitizer_death() {
   if (S.running != nullptr)
-    std::fprintf(stderr, "emu: the access above was made by kernel %s, block (%u,%u,%u), thread %d\n", S.kernel,
+    std::fprintf(stderr, "emu: the report above came from kernel %s, block (%u,%u,%u), thread %d\n", S.kernel,
                  S.running->ts.block_idx.x, S.running->ts.block_idx.y, S.running->ts.block_idx.z,
                  S.running->ts.linear);
 }
