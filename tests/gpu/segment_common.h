@@ -172,6 +172,25 @@ struct Shifts {
   std::int64_t values = 0, out = 0, grad_out = 0, grad_in = 0;
 };
 
+// Calls check(host, shifts) for every length set at each D where aligned arrays of T take 16-byte vectors (one
+// vector, 64, 1000), with random values (spare_rows past the last row), taking the shift sets in turn from
+// shift_sets[first]: the misaligned cases of the segment ops' tests.
+template <typename T, typename OffsetT, typename Check>
+void for_each_misaligned_case(std::mt19937_64& rng, const std::vector<Shifts>& shift_sets, std::size_t first,
+                              std::int64_t spare_rows, Check check) {
+  const std::int64_t vec = 16 / static_cast<std::int64_t>(sizeof(T));
+  std::size_t round = first;
+  for (std::int64_t inner : {vec, std::int64_t{64}, std::int64_t{1000}}) {
+    REQUIRE(detail::segment_vector_width(inner, sizeof(T), nullptr) == vec);
+    const Shifts& shifts = shift_sets[round++ % shift_sets.size()];
+    for (const LengthSet& set : length_sets(rng, inner)) {
+      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner << ", shifts "
+                       << shifts.values << " / " << shifts.out << " / " << shifts.grad_out << " / " << shifts.grad_in);
+      check(test::random_ragged<T, OffsetT>(set.lengths, inner, rng, spare_rows), shifts);
+    }
+  }
+}
+
 
 // ---------------------------------------------------------------------------------------------------------
 // Naive computations in T: every operation rounded to T (tolerance rule (2)).

@@ -195,17 +195,11 @@ TEMPLATE_TEST_CASE("segment_reduce on the device: arrays off 16-byte alignment",
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(433);
   const std::int64_t vec = 16 / static_cast<std::int64_t>(sizeof(T));
-  const Shifts shift_sets[] = {{1, 1, 1, 1}, {vec - 1, 3, 1, 0}};  // the second: grad_in aligned, grad_out not
-  int round = 0;
-  for (std::int64_t inner : {vec, std::int64_t{64}, std::int64_t{1000}}) {
-    REQUIRE(detail::segment_vector_width(inner, sizeof(T), nullptr) == vec);
-    const Shifts& shifts = shift_sets[round++ % 2];
-    for (const LengthSet& set : length_sets(rng, inner)) {
-      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner << ", shifts "
-                       << shifts.values << " / " << shifts.out << " / " << shifts.grad_out << " / " << shifts.grad_in);
-      check_all_ops(test::random_ragged<T, OffsetT>(set.lengths, inner, rng), -1.5f, rng, shifts);
-    }
-  }
+  // The second set: grad_in aligned, grad_out not.
+  for_each_misaligned_case<T, OffsetT>(rng, {{1, 1, 1, 1}, {vec - 1, 3, 1, 0}}, 0, 0,
+                                       [&](const HostRagged<T, OffsetT>& host, const Shifts& shifts) {
+                                         check_all_ops(host, -1.5f, rng, shifts);
+                                       });
 }
 
 TEMPLATE_TEST_CASE("segment_reduce on the device: a plan too large for the first-pass kernel to scan",

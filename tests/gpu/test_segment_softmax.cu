@@ -174,17 +174,10 @@ TEMPLATE_TEST_CASE("segment_softmax on the device: arrays off 16-byte alignment"
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(512);
   const std::int64_t vec = 16 / static_cast<std::int64_t>(sizeof(T));
-  const Shifts shift_sets[] = {{1, 0, 1, 0}, {0, 1, 0, 0}, {vec - 1, 3, 2, 1}};
-  int round = sizeof(T) == 4 ? 0 : 1;
-  for (std::int64_t inner : {vec, std::int64_t{64}, std::int64_t{1000}}) {
-    REQUIRE(detail::segment_vector_width(inner, sizeof(T), nullptr) == vec);
-    const Shifts& shifts = shift_sets[round++ % 3];
-    for (const LengthSet& set : length_sets(rng, inner)) {
-      INFO("lengths: " << set.name << " (batch " << set.lengths.size() << "), inner " << inner << ", shifts "
-                       << shifts.values << " / " << shifts.out << " / " << shifts.grad_out << " / " << shifts.grad_in);
-      check_softmax(test::random_ragged<T, OffsetT>(set.lengths, inner, rng, kSpareRows), rng, shifts);
-    }
-  }
+  for_each_misaligned_case<T, OffsetT>(rng, {{1, 0, 1, 0}, {0, 1, 0, 0}, {vec - 1, 3, 2, 1}}, sizeof(T) == 4 ? 0 : 1,
+                                       kSpareRows, [&](const HostRagged<T, OffsetT>& host, const Shifts& shifts) {
+                                         check_softmax(host, rng, shifts);
+                                       });
 }
 
 TEMPLATE_TEST_CASE("segment_softmax on the device: a plan too large for the first-pass kernel to scan",
