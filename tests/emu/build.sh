@@ -63,13 +63,13 @@ optimize=(-O2 -fno-tree-vrp -g -mfma -ffp-contract=fast -fno-strict-aliasing)
 # A GPU faults on an access that is not aligned to its size (a 16-byte vector load from an address 4 bytes past
 # alignment: "misaligned address"); x86 does not. UBSan's alignment check stops the program there instead, naming
 # the source line and the type. EMU_UBSAN names the checks the kernels' sources (kernels/*.cu) are compiled with
-# (comma-separated; unset or empty: no UBSan): e.g. alignment,shift-exponent,bounds,signed-integer-overflow also
-# stops at a shift by the width or more (x86 masks the count, a GPU's shift clamps it: the two give different
-# bits), an index past a fixed-size array (registers, static shared memory) and a signed overflow (it wraps on the
-# GPU; g++ may assume it does not happen). EMU_UBSAN_ALL=1 puts them on every source. Not on by default: with
-# `alignment` on every source CI's emulated tests took 58 min against 36 (2026-12-06); on the kernels alone the
-# cost has not been timed over a whole run.
-ubsan_checks="${EMU_UBSAN-}"
+# (comma-separated; empty: no UBSan). The default also stops at a shift by the width or more (x86 masks the
+# count, a GPU's shift clamps it: the two give different bits), an index past a fixed-size array (registers,
+# static shared memory) and a signed overflow (it wraps on the GPU; g++ may assume it does not happen). On the
+# kernels alone they cost nothing measurable: a whole run.sh took 29.8 min with alignment and 29.8 with all four,
+# against 31.4 without (2026-12-06, 2 cores). EMU_UBSAN_ALL=1 puts them on every source: with `alignment` alone
+# that took CI's emulated tests from 36 to 58 min.
+ubsan_checks="${EMU_UBSAN-alignment,shift-exponent,bounds,signed-integer-overflow}"
 ubsan=()
 [[ -n "$ubsan_checks" ]] && ubsan=(-fsanitize="$ubsan_checks" -fno-sanitize-recover="$ubsan_checks")
 flags=(-std=c++17 "${optimize[@]}" -pthread -include "$here/cuda_emu.h"
