@@ -48,14 +48,22 @@ fi
 # interleaved: the segment ops' merge trees, whose last-arriving warp merges, then meet other arrival orders
 # across blocks than one block after another gives. The softmax's runs only the cases of many blocks and merges
 # (153 s here; all 56 cases took 1089 s of a 64-minute CI run).
-runs=(test_rnn test_rnn:invariant test_segment_softmax test_segment_softmax:waves test_attention test_convert
-      test_segment_reduce test_segment_reduce:waves test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms
-      test_rnn:65sms test_rnn:99kb test_rnn:99kb65 test_dynamic test_workspace_query test_offsets test_masks
-      test_packing test_dependent_launch test_convert:shuffled test_offsets:shuffled test_masks:shuffled
-      test_packing:shuffled test_attention:skewed)
+# The :132sms runs put the segment tests on an H100's SM count. Their persistent grids are sized by it: on 8 SMs
+# a block walks many shares, on 132 many blocks get little or no work and the shares split rows elsewhere. Their
+# generated inputs are a quarter of the size (RAGGED_TEST_SCALE, as under the GPU sanitizers): at full size the
+# reduce test took 48 min on 132 SMs here, at a quarter 7.5 to 9.7. Left to the 8-SM runs: the reduce's NaN and
+# ties cases (per-row semantics, 115 s on 132 SMs), the softmax's warp-row and D > 32 sub-warp cases (50 s each on
+# 132 SMs at any scale).
+runs=(test_rnn test_rnn:invariant test_segment_softmax test_segment_reduce:132sms test_segment_softmax:waves
+      test_attention test_segment_softmax:132sms test_convert test_segment_reduce test_segment_reduce:waves
+      test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms test_rnn:65sms test_rnn:99kb test_rnn:99kb65
+      test_dynamic test_workspace_query test_offsets test_masks test_packing test_dependent_launch
+      test_convert:shuffled test_offsets:shuffled test_masks:shuffled test_packing:shuffled test_attention:skewed)
 mapfile -t programs < <(printf '%s\n' "${runs[@]%%:*}" | awk '!seen[$0]++')
 declare -A sms=([test_rnn]=132 [test_rnn:invariant]=32 [test_rnn:20sms]=20 [test_rnn:19sms]=19 [test_rnn:65sms]=65
-                [test_rnn:99kb]=20 [test_rnn:99kb65]=65 [test_workspace_query]=132)
+                [test_rnn:99kb]=20 [test_rnn:99kb65]=65 [test_workspace_query]=132 [test_segment_reduce:132sms]=132
+                [test_segment_softmax:132sms]=132)
+declare -A test_scale=([test_segment_reduce:132sms]=0.25 [test_segment_softmax:132sms]=0.25)
 # A 99 KB device (sm_86, sm_89) holds 100 KB per SM: one such block.
 declare -A smem_optin=([test_rnn:99kb]=101376 [test_rnn:99kb65]=101376 [test_segment_reduce:100kb]=101376)
 declare -A smem_per_sm=([test_rnn:99kb]=102400 [test_rnn:99kb65]=102400 [test_segment_reduce:100kb]=102400)
@@ -65,8 +73,9 @@ declare -A block_order=([test_segment_reduce:waves]=waves [test_segment_softmax:
 declare -A thread_order=([test_convert:shuffled]=shuffle [test_offsets:shuffled]=shuffle [test_masks:shuffled]=shuffle
                          [test_packing:shuffled]=shuffle [test_attention:skewed]=warps)
 # Catch2 test specs per run (also to exclude a known failure while it is being fixed: none now), as one
-# argument with alternatives separated by commas (Catch2 v2 does not OR separate arguments). A spec that matches
-# no test case fails the run (--warn NoTests).
+# argument with alternatives separated by commas (Catch2 v2 does not OR separate arguments: it ANDs them, as the
+# softmax's :132sms run does to leave out two cases). A spec that matches no test case fails the run
+# (--warn NoTests).
 declare -A filters=([test_rnn]='~"rnn_forward with the batch-invariant projection*"'
                     [test_rnn:invariant]='"rnn_forward with the batch-invariant projection*"'
                     [test_rnn:20sms]='"rnn_forward with hidden sizes that need several blocks*","rnn_forward with streamed weights: the chunks*","rnn_forward with resident weights: the depth*"'
@@ -75,6 +84,8 @@ declare -A filters=([test_rnn]='~"rnn_forward with the batch-invariant projectio
                     [test_rnn:99kb]='"rnn_forward with streamed weights streams more k chunks than it has buffers"'
                     [test_rnn:99kb65]='"rnn_forward with streamed weights streams more k chunks than it has buffers"'
                     [test_segment_reduce:100kb]='"*stag*"'
+                    [test_segment_reduce:132sms]='~"segment_reduce on the device: NaN*"'
+                    [test_segment_softmax:132sms]='~"segment_softmax: warp rows give*" ~"segment_softmax: short rows at D > 32*"'
                     [test_segment_softmax:waves]='"segment_softmax is deterministic and batch-invariant*","segment_softmax: merges staged*","segment_softmax rows on both sides*","segment_softmax block rows*","segment_softmax on the device: a plan too large*"')
 
 echo "emulated kernel tests: building into $build"
@@ -87,6 +98,7 @@ run_one() {
   eval "EMU_SMS=${sms[$p]:-$EMU_SMS} ${smem_optin[$p]:+EMU_SMEM_OPTIN=${smem_optin[$p]}}" \
     "${smem_per_sm[$p]:+EMU_SMEM_PER_SM=${smem_per_sm[$p]}}" \
     "${blocks_per_sm[$p]:+EMU_BLOCKS_PER_SM=${blocks_per_sm[$p]}}" \
+    "${test_scale[$p]:+RAGGED_TEST_SCALE=${test_scale[$p]}}" \
     "${thread_order[$p]:+EMU_ORDER=${thread_order[$p]} EMU_BLOCKS=reverse}" \
     "${block_order[$p]:+EMU_BLOCKS=${block_order[$p]}}" \
     "$([[ ${thread_order[$p]:-} == warps ]] && echo EMU_CP_ASYNC=early)" \
