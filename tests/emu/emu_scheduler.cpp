@@ -353,94 +353,104 @@ std::string lane_states(int base, int lanes) {
   return s;
 }
 
+// Releases the collectives of the warp of `lanes` threads from fiber `base` whose masks have fully arrived.
+// Returns whether any was released.
+bool resolve_warp(int base, int lanes) {
+  bool released = false;
+  for (int l = 0; l < lanes; ++l) {
+    Fiber& f = S.fibers[base + l];
+    if (f.state != State::kWarp) continue;
+    if ((f.mask >> l & 1u) == 0) fail(std::string(op_name(f.op)) + " called by a lane outside its own mask");
+    bool complete = true;
+    for (int j = 0; j < 32; ++j) {
+      if ((f.mask >> j & 1u) == 0) continue;
+      if (j >= lanes) fail(std::string(op_name(f.op)) + " mask names a lane past the end of the block");
+      const Fiber& g = S.fibers[base + j];
+      if (g.state == State::kDone)
+        fail(std::string(op_name(f.op)) + " mask names lane " + std::to_string(j) + ", which has exited (warp " +
+             std::to_string(base / 32) + " lanes " + lane_states(base, lanes) + ")");
+      if (g.state != State::kWarp) {
+        complete = false;
+        continue;
+      }
+      if (g.mask != f.mask || g.op != f.op || g.fn != f.fn)
+        fail(std::string("lanes of warp ") + std::to_string(base / 32) + " meet at different collectives: " +
+             op_name(f.op) + " mask " + std::to_string(f.mask) + " and " + op_name(g.op) + " mask " +
+             std::to_string(g.mask));
+    }
+    if (!complete) continue;
+    const unsigned mask = f.mask;
+    if (f.op == WarpOp::kCompute) {
+      void* io[32];
+      for (int j = 0; j < 32; ++j) io[j] = S.fibers[base + j].io;
+      S.running = &f;  // the warp's block: its shared memory, and where an error is reported
+      f.fn(io);
+      S.running = nullptr;
+    }
+    std::uint64_t bits = 0;
+    for (int j = 0; j < 32; ++j)
+      if ((mask >> j & 1u) && S.fibers[base + j].value != 0) bits |= 1ull << j;
+    for (int j = 0; j < 32; ++j) {
+      if ((mask >> j & 1u) == 0) continue;
+      Fiber& g = S.fibers[base + j];
+      const int w = g.width;
+      if (w <= 0 || w > 32 || (w & (w - 1)) != 0) fail("shuffle width is not a power of 2 up to 32");
+      const int seg = j & ~(w - 1), in = j & (w - 1);
+      int src = j;
+      switch (g.op) {
+        case WarpOp::kShfl: src = seg + (g.arg & (w - 1)); break;
+        case WarpOp::kShflUp: src = in >= g.arg ? j - g.arg : j; break;
+        case WarpOp::kShflDown: src = in + g.arg < w ? j + g.arg : j; break;
+        case WarpOp::kShflXor: src = ((j ^ g.arg) & ~(w - 1)) == seg ? (j ^ g.arg) : j; break;
+        default: break;
+      }
+      if (g.op == WarpOp::kBallot) g.result = bits;
+      else if (g.op == WarpOp::kAny) g.result = bits != 0;
+      else if (g.op == WarpOp::kAll) g.result = bits == mask;
+      else if (g.op == WarpOp::kSyncWarp || g.op == WarpOp::kCompute) g.result = 0;
+      else {
+        if ((mask >> src & 1u) == 0)
+          fail(std::string(op_name(g.op)) + ": lane " + std::to_string(j) + " reads lane " + std::to_string(src) +
+               ", which is not in the mask");
+        g.result = S.fibers[base + src].value;
+      }
+    }
+    for (int j = 0; j < 32; ++j)
+      if (mask >> j & 1u) S.fibers[base + j].state = State::kReady;
+    released = true;
+  }
+  return released;
+}
+
 // Releases every warp collective whose mask has fully arrived. Returns whether any was released.
 bool resolve_warps() {
   bool released = false;
   const int n = static_cast<int>(S.fibers.size());
   for (int block0 = 0; block0 < n; block0 += S.threads)
-  for (int base = block0; base < block0 + S.threads; base += 32) {
-    const int lanes = std::min(32, block0 + S.threads - base);
-    for (int l = 0; l < lanes; ++l) {
-      Fiber& f = S.fibers[base + l];
-      if (f.state != State::kWarp) continue;
-      if ((f.mask >> l & 1u) == 0) fail(std::string(op_name(f.op)) + " called by a lane outside its own mask");
-      bool complete = true;
-      for (int j = 0; j < 32; ++j) {
-        if ((f.mask >> j & 1u) == 0) continue;
-        if (j >= lanes) fail(std::string(op_name(f.op)) + " mask names a lane past the end of the block");
-        const Fiber& g = S.fibers[base + j];
-        if (g.state == State::kDone)
-          fail(std::string(op_name(f.op)) + " mask names lane " + std::to_string(j) + ", which has exited (warp " +
-               std::to_string(base / 32) + " lanes " + lane_states(base, lanes) + ")");
-        if (g.state != State::kWarp) {
-          complete = false;
-          continue;
-        }
-        if (g.mask != f.mask || g.op != f.op || g.fn != f.fn)
-          fail(std::string("lanes of warp ") + std::to_string(base / 32) + " meet at different collectives: " +
-               op_name(f.op) + " mask " + std::to_string(f.mask) + " and " + op_name(g.op) + " mask " +
-               std::to_string(g.mask));
-      }
-      if (!complete) continue;
-      const unsigned mask = f.mask;
-      if (f.op == WarpOp::kCompute) {
-        void* io[32];
-        for (int j = 0; j < 32; ++j) io[j] = S.fibers[base + j].io;
-        S.running = &f;  // the warp's block: its shared memory, and where an error is reported
-        f.fn(io);
-        S.running = nullptr;
-      }
-      std::uint64_t bits = 0;
-      for (int j = 0; j < 32; ++j)
-        if ((mask >> j & 1u) && S.fibers[base + j].value != 0) bits |= 1ull << j;
-      for (int j = 0; j < 32; ++j) {
-        if ((mask >> j & 1u) == 0) continue;
-        Fiber& g = S.fibers[base + j];
-        const int w = g.width;
-        if (w <= 0 || w > 32 || (w & (w - 1)) != 0) fail("shuffle width is not a power of 2 up to 32");
-        const int seg = j & ~(w - 1), in = j & (w - 1);
-        int src = j;
-        switch (g.op) {
-          case WarpOp::kShfl: src = seg + (g.arg & (w - 1)); break;
-          case WarpOp::kShflUp: src = in >= g.arg ? j - g.arg : j; break;
-          case WarpOp::kShflDown: src = in + g.arg < w ? j + g.arg : j; break;
-          case WarpOp::kShflXor: src = ((j ^ g.arg) & ~(w - 1)) == seg ? (j ^ g.arg) : j; break;
-          default: break;
-        }
-        if (g.op == WarpOp::kBallot) g.result = bits;
-        else if (g.op == WarpOp::kAny) g.result = bits != 0;
-        else if (g.op == WarpOp::kAll) g.result = bits == mask;
-        else if (g.op == WarpOp::kSyncWarp || g.op == WarpOp::kCompute) g.result = 0;
-        else {
-          if ((mask >> src & 1u) == 0)
-            fail(std::string(op_name(g.op)) + ": lane " + std::to_string(j) + " reads lane " + std::to_string(src) +
-                 ", which is not in the mask");
-          g.result = S.fibers[base + src].value;
-        }
-      }
-      for (int j = 0; j < 32; ++j)
-        if (mask >> j & 1u) S.fibers[base + j].state = State::kReady;
-      released = true;
-    }
-  }
+    for (int base = block0; base < block0 + S.threads; base += 32)
+      released = resolve_warp(base, std::min(32, block0 + S.threads - base)) || released;
   return released;
+}
+
+// Releases the block of fibers block0 .. block0 + threads - 1 if every thread has reached __syncthreads or exited.
+bool resolve_block(std::size_t block0) {
+  bool any = false;
+  for (std::size_t t = block0; t < block0 + S.threads; ++t) {
+    const State st = S.fibers[t].state;
+    if (st != State::kBlock && st != State::kDone) return false;
+    any = any || st == State::kBlock;
+  }
+  if (!any) return false;
+  for (std::size_t t = block0; t < block0 + S.threads; ++t)
+    if (S.fibers[t].state == State::kBlock) S.fibers[t].state = State::kReady;
+  return true;
 }
 
 // Releases the blocks whose every thread has reached __syncthreads or exited.
 bool resolve_blocks() {
   bool released = false;
-  for (std::size_t block0 = 0; block0 < S.fibers.size(); block0 += S.threads) {
-    bool any = false, blocked = true;
-    for (std::size_t t = block0; t < block0 + S.threads; ++t) {
-      const State st = S.fibers[t].state;
-      if (st != State::kBlock && st != State::kDone) blocked = false;
-      any = any || st == State::kBlock;
-    }
-    if (!any || !blocked) continue;
-    for (std::size_t t = block0; t < block0 + S.threads; ++t)
-      if (S.fibers[t].state == State::kBlock) S.fibers[t].state = State::kReady;
-    released = true;
-  }
+  for (std::size_t block0 = 0; block0 < S.fibers.size(); block0 += S.threads)
+    released = resolve_block(block0) || released;
   return released;
 }
 
@@ -474,11 +484,11 @@ bool resolve_grid() {
   return true;
 }
 
-// kWarps: each round runs only the first warp (in forward order) that has a ready thread, so a warp runs through
-// its warp collectives up to a block barrier (or its end) before the next warp starts: the most skew between the
-// warps of a block. In the other orders every ready thread runs once a round, so the warps of a block move in
-// lockstep from one collective to the next, and a missing barrier between two warps' uses of a shared buffer
-// passes wherever both uses sit in collectives (ldmatrix, mma).
+// kWarps: only the first warp (in forward order) that has a ready thread runs (run_warps_in_turn), so a warp
+// runs through its warp collectives up to a block barrier (or its end) before the next warp starts: the most skew
+// between the warps of a block. In the other orders every ready thread runs once a round, so the warps of a block
+// move in lockstep from one collective to the next, and a missing barrier between two warps' uses of a shared
+// buffer passes wherever both uses sit in collectives (ldmatrix, mma).
 enum class Order { kForward, kReverse, kShuffle, kWarps };
 Order lane_order() {
   static const Order order = [] {
@@ -489,6 +499,65 @@ Order lane_order() {
     return Order::kShuffle;
   }();
   return order;
+}
+
+[[noreturn]] void report_deadlock() {
+  std::string states;
+  const int n = static_cast<int>(S.fibers.size());
+  for (int block0 = 0; block0 < n; block0 += S.threads)
+    for (int base = block0; base < block0 + S.threads; base += 32)
+      states += " block " + std::to_string(block0 / S.threads) + " warp " + std::to_string((base - block0) / 32) +
+                ":" + lane_states(base, std::min(32, block0 + S.threads - base));
+  fail("deadlock (r ready, w at a warp collective, b at __syncthreads, g at grid.sync, - exited):" + states);
+}
+
+bool all_done() {
+  for (const Fiber& f : S.fibers)
+    if (f.state != State::kDone) return false;
+  return true;
+}
+
+// Order::kWarps. The first warp (fibers in forward order) with a ready thread runs until none of its threads is
+// ready (each at a block barrier, grid.sync, the dependent-launch wait or its end), its collectives released as
+// they complete, then the barrier of its block if it was the last to arrive. That is the order of run_blocks's
+// rounds with only that warp in each, without their scans of every fiber after each of its collectives, which
+// made a warp's turn cost the whole cooperative grid (a skewed RNN case on 132 SMs ran for over 41 minutes).
+void run_warps_in_turn() {
+  const int n = static_cast<int>(S.fibers.size());
+  const int threads = S.threads;
+  int cursor = 0;  // no fiber before it is ready
+  for (;;) {
+    int t = cursor;
+    while (t < n && S.fibers[t].state != State::kReady) ++t;
+    if (t < n) {
+      const int block0 = t / threads * threads;
+      const int base = block0 + (t - block0) / 32 * 32;
+      const int lanes = std::min(32, block0 + threads - base);
+      do {
+        for (int l = 0; l < lanes; ++l) {
+          Fiber& f = S.fibers[base + l];
+          if (l + 1 < lanes) prefetch_fiber(base + l + 1);
+          if (f.state != State::kReady) continue;
+          S.running = &f;
+          g_current = &f.ts;
+          emu_switch(&S.scheduler_sp, f.sp);
+          check_stack(base + l);
+        }
+        S.running = nullptr;
+      } while (resolve_warp(base, lanes));
+      cursor = resolve_block(static_cast<std::size_t>(block0)) ? block0 : base + lanes;
+      continue;
+    }
+    // No thread is ready: a grid.sync, or the waits of a dependent launch, may let some go on.
+    bool released = resolve_blocks() | resolve_grid();
+    if (!released) released = release_prior_waits();
+    if (all_done()) {
+      if (D.before_wait) release_prior_waits();
+      return;
+    }
+    if (!released) report_deadlock();
+    cursor = 0;
+  }
 }
 
 // Runs the given blocks together to completion: one block at a time for a normal launch, the whole grid for a
@@ -519,21 +588,19 @@ void run_blocks(const std::vector<uint3>& blocks, std::size_t shared_bytes) {
     D.before_wait = true;
     apply_protection();
   }
+  if (lane_order() == Order::kWarps) {
+    run_warps_in_turn();
+    return;
+  }
   const int count = static_cast<int>(S.order.size());
-  const auto warp_of = [threads](int t) { return (t / threads) * (threads + 31) / 32 + t % threads / 32; };
   for (;;) {
     bool ran = false;
-    int only_warp = -1;  // kWarps: the one warp this round runs
-    if (lane_order() == Order::kWarps)
-      for (int k = 0; k < count && only_warp < 0; ++k)
-        if (S.fibers[S.order[k]].state == State::kReady) only_warp = warp_of(S.order[k]);
     for (int k = 0; k < count; ++k) {
       const int t = S.order[k];
       Fiber& f = S.fibers[t];
       if (k + 1 < count) prefetch_fiber(S.order[k + 1]);
       if (k + 2 < count) prefetch_line(reinterpret_cast<const char*>(&S.fibers[S.order[k + 2]]));
       if (f.state != State::kReady) continue;
-      if (only_warp >= 0 && warp_of(t) != only_warp) continue;
       S.running = &f;
       g_current = &f.ts;
       emu_switch(&S.scheduler_sp, f.sp);
@@ -543,20 +610,11 @@ void run_blocks(const std::vector<uint3>& blocks, std::size_t shared_bytes) {
     S.running = nullptr;
     bool released = resolve_warps() | resolve_blocks() | resolve_grid();
     if (!ran && !released) released = release_prior_waits();
-    bool done = true;
-    for (const Fiber& f : S.fibers) done = done && f.state == State::kDone;
-    if (done) {
+    if (all_done()) {
       if (D.before_wait) release_prior_waits();
       return;
     }
-    if (!ran && !released) {
-      std::string states;
-      for (int block0 = 0; block0 < n; block0 += threads)
-        for (int base = block0; base < block0 + threads; base += 32)
-          states += " block " + std::to_string(block0 / threads) + " warp " + std::to_string((base - block0) / 32) +
-                    ":" + lane_states(base, std::min(32, block0 + threads - base));
-      fail("deadlock (r ready, w at a warp collective, b at __syncthreads, g at grid.sync, - exited):" + states);
-    }
+    if (!ran && !released) report_deadlock();
   }
 }
 

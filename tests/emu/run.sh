@@ -44,6 +44,9 @@ fi
 # one reads. test_attention:skewed runs each warp up to its block barrier before the next (EMU_ORDER=warps) with
 # cp.async copies landing at issue (EMU_CP_ASYNC=early): a refill of a K / V buffer without the barrier after its
 # last reads fails there, in the lockstep order it passed (a mutation that removed attention_mma.cu's barrier).
+# test_rnn:skewed does the same for the RNN's pipelined products on 132 SMs (the matrix, streamed and resident
+# weights, several blocks; the batch-invariant projection GEMM in the misaligned cases): with the barrier after
+# chunk_product's reads removed, it failed 14 assertions where the plain order passed them all.
 # The :waves runs run a launch's blocks as many at once as the device holds (EMU_BLOCKS=waves), their threads
 # interleaved: the segment ops' merge trees, whose last-arriving warp merges, then meet other arrival orders
 # across blocks than one block after another gives. The softmax's runs only the cases of many blocks and merges
@@ -55,14 +58,14 @@ fi
 # ties cases (per-row semantics, 115 s on 132 SMs), the softmax's warp-row and D > 32 sub-warp cases (50 s each on
 # 132 SMs at any scale).
 runs=(test_rnn test_rnn:invariant test_segment_softmax test_segment_reduce:132sms test_segment_softmax:waves
-      test_attention test_segment_softmax:132sms test_convert test_segment_reduce test_segment_reduce:waves
-      test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms test_rnn:65sms test_rnn:99kb test_rnn:99kb65
-      test_dynamic test_workspace_query test_offsets test_masks test_packing test_dependent_launch
+      test_attention test_segment_softmax:132sms test_convert test_rnn:skewed test_segment_reduce
+      test_segment_reduce:waves test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms test_rnn:65sms test_rnn:99kb
+      test_rnn:99kb65 test_dynamic test_workspace_query test_offsets test_masks test_packing test_dependent_launch
       test_convert:shuffled test_offsets:shuffled test_masks:shuffled test_packing:shuffled test_attention:skewed)
 mapfile -t programs < <(printf '%s\n' "${runs[@]%%:*}" | awk '!seen[$0]++')
 declare -A sms=([test_rnn]=132 [test_rnn:invariant]=32 [test_rnn:20sms]=20 [test_rnn:19sms]=19 [test_rnn:65sms]=65
                 [test_rnn:99kb]=20 [test_rnn:99kb65]=65 [test_workspace_query]=132 [test_segment_reduce:132sms]=132
-                [test_segment_softmax:132sms]=132)
+                [test_segment_softmax:132sms]=132 [test_rnn:skewed]=132)
 declare -A test_scale=([test_segment_reduce:132sms]=0.25 [test_segment_softmax:132sms]=0.25)
 # A 99 KB device (sm_86, sm_89) holds 100 KB per SM: one such block.
 declare -A smem_optin=([test_rnn:99kb]=101376 [test_rnn:99kb65]=101376 [test_segment_reduce:100kb]=101376)
@@ -71,7 +74,7 @@ declare -A smem_per_sm=([test_rnn:99kb]=102400 [test_rnn:99kb65]=102400 [test_se
 declare -A blocks_per_sm=([test_segment_reduce:100kb]=3)
 declare -A block_order=([test_segment_reduce:waves]=waves [test_segment_softmax:waves]=waves)
 declare -A thread_order=([test_convert:shuffled]=shuffle [test_offsets:shuffled]=shuffle [test_masks:shuffled]=shuffle
-                         [test_packing:shuffled]=shuffle [test_attention:skewed]=warps)
+                         [test_packing:shuffled]=shuffle [test_attention:skewed]=warps [test_rnn:skewed]=warps)
 # Catch2 test specs per run (also to exclude a known failure while it is being fixed: none now), as one
 # argument with alternatives separated by commas (Catch2 v2 does not OR separate arguments: it ANDs them, as the
 # softmax's :132sms run does to leave out two cases). A spec that matches no test case fails the run
@@ -84,6 +87,7 @@ declare -A filters=([test_rnn]='~"rnn_forward with the batch-invariant projectio
                     [test_rnn:99kb]='"rnn_forward with streamed weights streams more k chunks than it has buffers"'
                     [test_rnn:99kb65]='"rnn_forward with streamed weights streams more k chunks than it has buffers"'
                     [test_segment_reduce:100kb]='"*stag*"'
+                    [test_rnn:skewed]='"rnn_forward matches the reference across modes*","rnn_forward with streamed weights*","rnn_forward with resident weights: the depth*","rnn_forward with hidden sizes that need several blocks*","rnn_forward with every array off 16-byte alignment*"'
                     [test_segment_reduce:132sms]='~"segment_reduce on the device: NaN*"'
                     [test_segment_softmax:132sms]='~"segment_softmax: warp rows give*" ~"segment_softmax: short rows at D > 32*"'
                     [test_segment_softmax:waves]='"segment_softmax is deterministic and batch-invariant*","segment_softmax: merges staged*","segment_softmax rows on both sides*","segment_softmax block rows*","segment_softmax on the device: a plan too large*"')
