@@ -54,7 +54,7 @@ fi
 # The :132sms runs put the segment tests on an H100's SM count. Their persistent grids are sized by it: on 8 SMs
 # a block walks many shares, on 132 many blocks get little or no work and the shares split rows elsewhere. Their
 # generated inputs are a quarter of the size (RAGGED_TEST_SCALE, as under the GPU sanitizers): at full size the
-# reduce test took 48 min on 132 SMs here, at a quarter 7.5 to 9.7. Left to the 8-SM runs: the reduce's NaN and
+# reduce test took 48 min on 132 SMs here (niced beside a CI run), at a quarter 7.5 to 9.7 (two at a time). Left to the 8-SM runs: the reduce's NaN and
 # ties cases (per-row semantics, 115 s on 132 SMs), the softmax's warp-row and D > 32 sub-warp cases (50 s each on
 # 132 SMs at any scale).
 runs=(test_rnn test_rnn:invariant test_segment_softmax test_segment_reduce:132sms test_segment_softmax:waves
