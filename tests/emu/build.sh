@@ -72,6 +72,10 @@ optimize=(-O2 -fno-tree-vrp -g -mfma -ffp-contract=fast -fno-strict-aliasing)
 ubsan_checks="${EMU_UBSAN-alignment,shift-exponent,bounds,signed-integer-overflow}"
 ubsan=()
 [[ -n "$ubsan_checks" ]] && ubsan=(-fsanitize="$ubsan_checks" -fno-sanitize-recover="$ubsan_checks")
+# EMU_COVERAGE=1 compiles the library's sources (kernels/, src/) with gcov's counters; their .gcda files land next
+# to the objects in $BUILD/obj, summed over every program run. tests/emu/coverage.sh lists the lines no test ran.
+coverage=()
+[[ "${EMU_COVERAGE:-0}" == 1 ]] && coverage=(--coverage)
 flags=(-std=c++17 "${optimize[@]}" -pthread -include "$here/cuda_emu.h"
        -I"$here/shim" -I"$tree/include" -I"$tree/kernels" -I"$tree/src" -I"$tree/tests" -I"$tree" -I"$cuda_include")
 g++ -std=c++17 "${optimize[@]}" "$here/host_compiler_check.cpp" -o "$build/host_compiler_check"
@@ -107,6 +111,7 @@ compile_all() {
     while (( $(jobs -rp | wc -l) >= jobs )); do sleep 0.2; done
     local checked=()
     [[ "$src" == "$tree"/kernels/*.cu || "${EMU_UBSAN_ALL:-0}" == 1 ]] && checked=("${ubsan[@]}")
+    [[ "$src" == "$tree"/kernels/*.cu || "$src" == "$tree"/src/*.cpp ]] && checked+=("${coverage[@]}")
     g++ "${flags[@]}" "${checked[@]}" -x c++ -c "$src" -o "$(obj_of "$src")" &
     pids+=($!)
   done
@@ -128,13 +133,13 @@ compile_all "${sources[@]}"
 rm -f "$build/libragged_emu.a"
 ar rcs "$build/libragged_emu.a" $(obj_of "${lib_sources[@]}")
 for t in "${tests[@]}"; do
-  g++ -pthread "${ubsan[@]}" -o "$build/emu_$t" "$(obj_of "$tree/tests/gpu/$t.cu")" \
+  g++ -pthread "${ubsan[@]}" "${coverage[@]}" -o "$build/emu_$t" "$(obj_of "$tree/tests/gpu/$t.cu")" \
     $(obj_of "${test_main_sources[@]}") \
     $(obj_of "${runtime_sources[@]}") "$build/libragged_emu.a"
 done
 # Suites register themselves from static initialisers, so their objects are linked directly, not from an archive.
 if (( bench )); then
-  g++ -pthread "${ubsan[@]}" -o "$build/emu_ragged_bench" $(obj_of "${bench_sources[@]}") \
+  g++ -pthread "${ubsan[@]}" "${coverage[@]}" -o "$build/emu_ragged_bench" $(obj_of "${bench_sources[@]}") \
     $(obj_of "${runtime_sources[@]}") \
     "$build/libragged_emu.a" -lbenchmark
 fi

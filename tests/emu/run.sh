@@ -62,6 +62,18 @@ runs=(test_rnn test_rnn:invariant test_segment_softmax test_segment_reduce:132sm
       test_segment_reduce:waves test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms test_rnn:65sms test_rnn:99kb
       test_rnn:99kb65 test_dynamic test_workspace_query test_offsets test_masks test_packing test_dependent_launch
       test_convert:shuffled test_offsets:shuffled test_masks:shuffled test_packing:shuffled test_attention:skewed)
+# EMU_RUNS (space-separated names from the list above) runs only those, in the list's order.
+if [[ -n "${EMU_RUNS:-}" ]]; then
+  for r in $EMU_RUNS; do
+    if [[ " ${runs[*]} " != *" $r "* ]]; then
+      echo "emulated kernel tests: EMU_RUNS names '$r', which is not one of: ${runs[*]}" >&2
+      exit 2
+    fi
+  done
+  chosen=()
+  for r in "${runs[@]}"; do [[ " $EMU_RUNS " == *" $r "* ]] && chosen+=("$r"); done
+  runs=("${chosen[@]}")
+fi
 mapfile -t programs < <(printf '%s\n' "${runs[@]%%:*}" | awk '!seen[$0]++')
 declare -A sms=([test_rnn]=132 [test_rnn:invariant]=32 [test_rnn:20sms]=20 [test_rnn:19sms]=19 [test_rnn:65sms]=65
                 [test_rnn:99kb]=20 [test_rnn:99kb65]=65 [test_workspace_query]=132 [test_segment_reduce:132sms]=132

@@ -1240,6 +1240,10 @@ TEST_CASE("rnn_select_algo runs small layers step by step, keeps mid-sized recur
     // three 512-byte chunks (~170 KB) do, one block per SM.
     REQUIRE_OK(rnn_select_algo<bfloat16>(make_desc(RnnMode::kLstm, 2048, 2048, 0, 1, false), RnnAlgo::kAuto, chosen));
     REQUIRE(chosen == RnnAlgo::kPersistentStreamed);
+    // H = 8192 in float: at any block count a grid keeps resident, a block's stage buffers (a k chunk of each of
+    // its gate rows) pass its share of an SM's shared memory: neither persistent kernel fits, so the per-step path.
+    REQUIRE_OK(rnn_select_algo<float>(make_desc(RnnMode::kLstm, 8192, 8192, 0, 1, false), RnnAlgo::kAuto, chosen));
+    REQUIRE(chosen == RnnAlgo::kPerStep);
   }
 }
 
