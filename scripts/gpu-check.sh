@@ -30,8 +30,10 @@
 #   RAGGED_SANITIZER_FILTER    Catch2 test spec passed to the GPU tests under the sanitizers (default: all)
 #   RAGGED_SANITIZER_TOOLS     tools to run (default: "memcheck racecheck initcheck synccheck")
 #   RAGGED_SANITIZER_PROGRAMS  GPU test programs to run under them, by name and in that order (default: every
-#                              gpu_test_*, by name), e.g.
-#                              "gpu_test_segment_softmax gpu_test_rnn" for a short call on what a change touched
+#                              gpu_test_* but gpu_test_large_tensors, by name), e.g.
+#                              "gpu_test_segment_softmax gpu_test_rnn" for a short call on what a change touched.
+#                              gpu_test_large_tensors runs only when named: instrumented, its passes over 4-5 GB
+#                              would outlast any limit, and its kernels are sanitized at ordinary sizes elsewhere
 #   RAGGED_SANITIZER_JOBS      sanitizer runs at once (default: the CPU count; they are mostly CPU-bound)
 #   RAGGED_SANITIZER_SPLIT_TOOLS  tools that run each test case as its own run (default: "memcheck racecheck
 #                              initcheck": racecheck and initcheck took over 480 s on gpu_test_attention /
@@ -441,6 +443,12 @@ if [ "$configure_rc" -eq 0 ]; then
       done
     done
     gpu_tests=(${picked[@]+"${picked[@]}"})
+  else
+    kept=()
+    for test in "${gpu_tests[@]}"; do
+      if [ "$(basename "$test")" != gpu_test_large_tensors ]; then kept+=("$test"); fi
+    done
+    gpu_tests=(${kept[@]+"${kept[@]}"})
   fi
   if [ "${RAGGED_SKIP_SANITIZERS:-0}" = "1" ]; then
     echo "compute-sanitizer runs skipped (RAGGED_SKIP_SANITIZERS=1)" >"$out/sanitizers.log"

@@ -261,6 +261,14 @@ cudaError_t cudaFree(void* ptr) {
   emu::forget_kernel_writes();
   return cudaSuccess;
 }
+// Free memory: the 80 GiB less what the allocations map (their guard pages included).
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+  std::size_t used = 0;
+  for (const auto& a : emu::g_allocations) used += a.second.mapped;
+  *total_bytes = emu::global_memory_bytes();
+  *free_bytes = used < *total_bytes ? *total_bytes - used : 0;
+  return cudaSuccess;
+}
 cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) { return cudaMalloc(ptr, bytes); }
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
 

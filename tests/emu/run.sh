@@ -51,6 +51,8 @@ fi
 # interleaved: the segment ops' merge trees, whose last-arriving warp merges, then meet other arrival orders
 # across blocks than one block after another gives. The softmax's runs only the cases of many blocks and merges
 # (153 s here; all 56 cases took 1089 s of a 64-minute CI run).
+# test_large_tensors runs at 1/1024 of its size (its full size needs 11 GB of device memory and 2^31 elements,
+# far past what the emulator gets through): the test's own logic, not the 64-bit indices it is for.
 # The :132sms runs put the segment tests on an H100's SM count. Their persistent grids are sized by it: on 8 SMs
 # a block walks many shares, on 132 many blocks get little or no work and the shares split rows elsewhere. Their
 # generated inputs are a quarter of the size (RAGGED_TEST_SCALE, as under the GPU sanitizers): at full size the
@@ -61,6 +63,7 @@ runs=(test_rnn test_rnn:invariant test_segment_softmax test_segment_reduce:132sm
       test_attention test_segment_softmax:132sms test_convert test_rnn:skewed test_segment_reduce
       test_segment_reduce:waves test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms test_rnn:65sms test_rnn:99kb
       test_rnn:99kb65 test_dynamic test_workspace_query test_offsets test_masks test_packing test_dependent_launch
+      test_large_tensors
       test_convert:shuffled test_offsets:shuffled test_masks:shuffled test_packing:shuffled test_attention:skewed)
 # EMU_RUNS (space-separated names from the list above) runs only those, in the list's order.
 if [[ -n "${EMU_RUNS:-}" ]]; then
@@ -78,7 +81,8 @@ mapfile -t programs < <(printf '%s\n' "${runs[@]%%:*}" | awk '!seen[$0]++')
 declare -A sms=([test_rnn]=132 [test_rnn:invariant]=32 [test_rnn:20sms]=20 [test_rnn:19sms]=19 [test_rnn:65sms]=65
                 [test_rnn:99kb]=20 [test_rnn:99kb65]=65 [test_workspace_query]=132 [test_segment_reduce:132sms]=132
                 [test_segment_softmax:132sms]=132 [test_rnn:skewed]=132)
-declare -A test_scale=([test_segment_reduce:132sms]=0.25 [test_segment_softmax:132sms]=0.25)
+declare -A test_scale=([test_segment_reduce:132sms]=0.25 [test_segment_softmax:132sms]=0.25
+                        [test_large_tensors]=0.0009765625)
 # A 99 KB device (sm_86, sm_89) holds 100 KB per SM: one such block.
 declare -A smem_optin=([test_rnn:99kb]=101376 [test_rnn:99kb65]=101376 [test_segment_reduce:100kb]=101376)
 declare -A smem_per_sm=([test_rnn:99kb]=102400 [test_rnn:99kb65]=102400 [test_segment_reduce:100kb]=102400)

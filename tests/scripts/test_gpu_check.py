@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/gpu-check.sh with stand-ins for cmake, ninja, ctest, nvidia-smi, compute-sanitizer, the GPU test
 programs and ragged_bench: what the summary and the exit code say when the deadline stops runs, which environment
-ctest sees, the order the sanitizer programs run in, a report in a long log of a cut run, and the A/B runs a call
+ctest sees, the order the sanitizer programs run in (gpu_test_large_tensors only when named), a report in a long log of a cut run, and the A/B runs a call
 asks for. Each call takes a few seconds; nothing here needs a GPU."""
 import json
 import os
@@ -80,7 +80,7 @@ def check(work, **env):
     os.makedirs(os.path.join(build, 'bench'))
     for name, text in STUBS.items():
         executable(os.path.join(stub_dir, name), text)
-    for name in ('gpu_test_a', 'gpu_test_b'):
+    for name in ('gpu_test_a', 'gpu_test_b', 'gpu_test_large_tensors'):
         executable(os.path.join(build, 'tests', name), GPU_TEST)
     executable(os.path.join(build, 'bench', 'ragged_bench'), BENCH)
     out = os.path.join(work, 'out')
@@ -167,5 +167,17 @@ with tempfile.TemporaryDirectory() as work:
     row = [line for line in summary.splitlines() if 'with RAGGED_SEGMENT_STREAM=0' in line]
     expect(len(row) == 1 and '| cut short (deadline) | 124 |' in row[0], True,
            'the stopped A/B run is "cut short (deadline)" (%r)' % row)
+
+# 5. gpu_test_large_tensors runs under the sanitizers only when named.
+for named, expected in ((None, ['gpu_test_a', 'gpu_test_b']), ('gpu_test_large_tensors', ['gpu_test_large_tensors'])):
+    with tempfile.TemporaryDirectory() as work:
+        env = dict(RAGGED_SKIP_BENCH='1', RAGGED_SKIP_TESTS='1', RAGGED_SANITIZER_TOOLS='synccheck')
+        if named:
+            env['RAGGED_SANITIZER_PROGRAMS'] = named
+        rc, summary, out = check(work, **env)
+        expect(rc, 0, 'exit code, sanitizers with RAGGED_SANITIZER_PROGRAMS=%r' % named)
+        order = [line.split()[1] for line in read(os.path.join(work, 'stubs', 'sanitizer.order')).splitlines()
+                 if len(line.split()) > 1]
+        expect(sorted(set(order)), expected, 'the programs sanitized with RAGGED_SANITIZER_PROGRAMS=%r' % named)
 
 finish()
