@@ -8,6 +8,5 @@ cd "$(dirname "$0")/.."
 scripts/build.sh "$@"
 ctest --test-dir "${RAGGED_BUILD_DIR:-build}" --output-on-failure
 if [[ "${RAGGED_SKIP_EMULATOR:-0}" != 1 ]]; then
-  tests/emu/run.sh "${RAGGED_BUILD_DIR:-build}/emu"
-  tests/emu/run_bench.sh "${RAGGED_BUILD_DIR:-build}/emu-bench"
+  EMU_TIER=ci EMU_WITH_BENCH=1 tests/emu/run.sh "${RAGGED_BUILD_DIR:-build}/emu"
 fi

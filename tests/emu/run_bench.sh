@@ -19,13 +19,19 @@ if [[ "$(uname -m)" != x86_64 ]]; then
 fi
 suites=(${EMU_BENCH_SUITES:-})
 
-echo "emulated benchmarks: building into $build"
-"$here/build.sh" "$build" ragged_bench
+# EMU_PREBUILT=1 takes the program already built in BUILD_DIR (tests/emu/run.sh with EMU_WITH_BENCH=1).
+if [[ "${EMU_PREBUILT:-0}" == 1 ]]; then
+  [[ -x "$build/emu_ragged_bench" ]] || { echo "emulated benchmarks: no $build/emu_ragged_bench to run" >&2; exit 1; }
+else
+  echo "emulated benchmarks: building into $build"
+  "$here/build.sh" "$build" ragged_bench
+fi
 out="$build/results"
 rm -rf "$out"
 failed=0
-# Two suites at a time (the slowest first), as the emulated tests run.
-BENCH_VERIFY_JOBS=2 "$root/scripts/bench_verify.sh" "$build/emu_ragged_bench" "$out" "${suites[@]}" || failed=1
+# Two suites at a time (the slowest first), as the emulated tests run, unless BENCH_VERIFY_JOBS says otherwise
+# (run.sh's queue takes one).
+BENCH_VERIFY_JOBS="${BENCH_VERIFY_JOBS:-2}" "$root/scripts/bench_verify.sh" "$build/emu_ragged_bench" "$out" "${suites[@]}" || failed=1
 
 # What gpu-check.sh does with the files: one bench.json (of the suites bench_verify.sh wrote), then the targets
 # report.
