@@ -31,7 +31,8 @@ rm -rf "$out"
 failed=0
 # Two suites at a time (the slowest first), as the emulated tests run, unless BENCH_VERIFY_JOBS says otherwise
 # (run.sh's queue takes one).
-BENCH_VERIFY_JOBS="${BENCH_VERIFY_JOBS:-2}" "$root/scripts/bench_verify.sh" "$build/emu_ragged_bench" "$out" "${suites[@]}" || failed=1
+BENCH_VERIFY_JOBS="${BENCH_VERIFY_JOBS:-2}" "$root/scripts/bench_verify.sh" "$build/emu_ragged_bench" "$out" \
+  "${suites[@]}" || failed=1
 
 # What gpu-check.sh does with the files: one bench.json (of the suites bench_verify.sh wrote), then the targets
 # report.
