@@ -293,12 +293,16 @@ RAGGED_HOST_DEVICE bool step_cursor(UnitCursor& c, std::int64_t u, std::int64_t 
   return u < c.before.*field + c.work.*field;
 }
 
-// Upper bound of the partial chunks over all rows for nnz rows of values: a row of several chunks has
-// length > chunk_tokens, so ceil(length / chunk_tokens) < 2 * length / chunk_tokens. Kernels still check
-// against this bound because malformed offsets can make clamped rows overlap. No values, no partials: rows are
-// clamped to [0, nnz), so every row is empty (the + 1 made an empty op of a huge inner size ask for inner floats).
-inline std::int64_t max_partial_chunks(std::int64_t nnz, const SegmentGeometry& g) {
-  return nnz == 0 ? 0 : 2 * nnz / g.chunk_tokens + 1;
+// Upper bound of the partial chunks of a batch of `batch` rows over nnz rows of values. Only a row of several
+// chunks writes partials; it is longer than chunk_tokens (C), so at most m = min(batch, nnz / (C + 1)) rows do,
+// each ceil(L / C) <= (L + C - 1) / C of them: at most (nnz + m (C - 1)) / C in all, and none when m = 0. That is
+// 2 nnz / (C + 1) when every row is C + 1 long (the bound is reached), but about nnz / C when a few rows hold the
+// values, where the former 2 nnz / C + 1 asked twice what they use. Kernels still check against this bound
+// because malformed offsets can make clamped rows overlap.
+inline std::int64_t max_partial_chunks(std::int64_t nnz, std::int64_t batch, const SegmentGeometry& g) {
+  const std::int64_t c = g.chunk_tokens;
+  const std::int64_t split_rows = batch < nnz / (c + 1) ? batch : nnz / (c + 1);
+  return split_rows == 0 ? 0 : (nnz + split_rows * (c - 1)) / c;
 }
 
 // The merge tree of a (row, column tile) of `chunks` >= 2 chunks. Level 0 is the chunks' partials; node j of

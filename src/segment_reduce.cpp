@@ -65,8 +65,9 @@ struct Geometries {
 };
 
 // The merge trees' arrival counters per partial slot and column tile (SegmentLayout::arrivals), after the partials.
-void carve_arrivals(detail::WorkspaceLayout& layout, const Geometries& gs, std::int64_t nnz, SegmentScratch& scratch) {
-  const std::int64_t other = detail::max_partial_chunks(nnz, gs.other) * gs.other.tiles;
+void carve_arrivals(detail::WorkspaceLayout& layout, const Geometries& gs, std::int64_t nnz, std::int64_t batch,
+                    SegmentScratch& scratch) {
+  const std::int64_t other = detail::max_partial_chunks(nnz, batch, gs.other) * gs.other.tiles;
   scratch.arrivals = layout.take_array<int>(std::max(scratch.capacity * gs.g.tiles, other));
 }
 
@@ -85,11 +86,11 @@ Status carve_scratch(detail::WorkspaceLayout& layout, std::int64_t batch, std::i
                      std::size_t partial_b_elem_bytes, SegmentScratch& scratch) {
   const SegmentGeometry& g = gs.g;
   RAGGED_RETURN_IF_ERROR(carve_plan(layout, batch, scratch));
-  scratch.capacity = detail::max_partial_chunks(nnz, g);
-  const std::int64_t rows = std::max(scratch.capacity, detail::max_partial_chunks(nnz, gs.other)) * g.inner;
+  scratch.capacity = detail::max_partial_chunks(nnz, batch, g);
+  const std::int64_t rows = std::max(scratch.capacity, detail::max_partial_chunks(nnz, batch, gs.other)) * g.inner;
   scratch.partial_a = layout.take_array<float>(rows);
   if (partial_b_elem_bytes > 0) scratch.partial_b = layout.take(static_cast<std::size_t>(rows) * partial_b_elem_bytes);
-  carve_arrivals(layout, gs, nnz, scratch);
+  carve_arrivals(layout, gs, nnz, batch, scratch);
   return Status::kSuccess;
 }
 

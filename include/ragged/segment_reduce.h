@@ -21,6 +21,16 @@
 // - The work split is chosen on the device from the offsets (no host sync), so one launch holds its bandwidth
 //   for many tiny sequences, one huge sequence, or anything between.
 // Same contract as the other device ops: two-phase workspace, explicit stream, no allocation, no host sync.
+//
+// Workspace: a row longer than one chunk of work keeps a partial result per chunk and column there, so the query
+// (which cannot see the lengths) sizes for the batch that has the most such chunks: as many rows as fit just one
+// token longer than a chunk. At most F x (nnz x inner x sizeof(T)) + 48 bytes per 128 sequences + 2 KiB, plus
+// CUB's scan storage past 131072 sequences, with F:
+//                          sum / mean   max / min   softmax   softmax backward   reduce backward
+//   float                     0.032       0.093      0.45          0.41                0
+//   half / bfloat16           0.122       0.365      0.475         0.81                0
+// At most 5/8 of that when fewer sequences than nnz / chunk hold the values (a few long rows); F is reached when
+// every sequence is a chunk plus one token long (wide inner sizes; tests/cpu/test_segment_workspace.cpp).
 #pragma once
 
 #include <cuda_runtime_api.h>

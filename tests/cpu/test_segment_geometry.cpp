@@ -200,11 +200,49 @@ TEST_CASE("segment row work: what each row contributes to the plan", "[segment][
         REQUIRE(w.second_units - (second_pass ? w.units : 0) < kBlockWarps);  // idle slots: fewer than a block
         if (g.local_finish_chunks == 1) REQUIRE_FALSE(finishes_locally(chunks, g));  // reductions
       }
-      // The workspace holds max_partial_chunks(nnz) partial slots; the kernels' slots must fit in it.
-      REQUIRE(total.partials <= max_partial_chunks(nnz, g));
-      // The launchers size their grids from these host-side bounds on the units.
+      // The workspace holds max_partial_chunks(nnz, batch) partial slots; the kernels' slots must fit in it.
       const std::int64_t rows = static_cast<std::int64_t>(lengths.size());
+      REQUIRE(total.partials <= max_partial_chunks(nnz, rows, g));
+      // The launchers size their grids from these host-side bounds on the units.
       REQUIRE(total.units <= (nnz / g.chunk_tokens + std::min(rows, nnz)) * g.tiles);
+    }
+  }
+}
+
+// The partial slots the workspace holds: no batch of `batch` rows over nnz values needs more, and the batch that
+// needs the most (as many rows of chunk_tokens + 1 as fit, the first also taking what is left) needs exactly as
+// many, so the bound asks no more workspace than some input uses.
+TEST_CASE("segment partial slots: max_partial_chunks bounds every batch and is reached", "[segment][geometry]") {
+  auto rng = ragged::test::make_rng(317);
+  for (std::int64_t inner : {1, 3, 64, 1000}) {
+    for (const SegmentGeometry& g : all_geometries(inner)) {
+      const std::int64_t c = g.chunk_tokens;
+      for (std::int64_t nnz : {std::int64_t{0}, c, c + 1, 2 * c + 1, 7 * c + 3, 1000 * c + 17}) {
+        for (std::int64_t batch : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, std::int64_t{1000}}) {
+          INFO("D = " << inner << ", vec = " << g.vec << ", chunk_tokens = " << c << ", nnz = " << nnz
+                      << ", batch = " << batch);
+          const std::int64_t bound = max_partial_chunks(nnz, batch, g);
+          const std::int64_t split = std::min(batch, nnz / (c + 1));
+          std::vector<std::int64_t> worst(static_cast<std::size_t>(batch), 0);
+          for (std::int64_t i = 0; i < split; ++i) worst[static_cast<std::size_t>(i)] = c + 1;
+          if (split > 0) worst[0] += nnz - split * (c + 1);
+          std::int64_t partials = 0;
+          for (const std::int64_t length : worst) partials += row_work(length, g).partials;
+          if (g.tiny_tokens <= c) REQUIRE(partials == bound);  // rows of c + 1 tokens are not tiny
+          REQUIRE(partials <= bound);
+          if (batch == 0 || nnz == 0) REQUIRE(bound == 0);
+          // Random batches of the same size and at most nnz values.
+          for (int trial = 0; trial < 20 && batch > 0; ++trial) {
+            std::vector<std::int64_t> cuts(static_cast<std::size_t>(batch) + 1);
+            std::uniform_int_distribution<std::int64_t> at(0, nnz);
+            for (auto& cut : cuts) cut = at(rng);
+            std::sort(cuts.begin(), cuts.end());
+            std::int64_t sum = 0;
+            for (std::size_t b = 0; b + 1 < cuts.size(); ++b) sum += row_work(cuts[b + 1] - cuts[b], g).partials;
+            REQUIRE(sum <= bound);
+          }
+        }
+      }
     }
   }
 }

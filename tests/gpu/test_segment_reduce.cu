@@ -241,6 +241,32 @@ TEMPLATE_TEST_CASE("segment_reduce on the device: merge trees of one, two and th
   }
 }
 
+TEMPLATE_TEST_CASE("segment_reduce on the device: rows that fill every partial slot of the workspace",
+                   "[segment][gpu]", F32_I32, BF16_I64) {
+  // The query sizes the partials for the lengths that need the most of them (max_partial_chunks): every row
+  // k chunks and one token long. Here the workspace holds exactly the slots the rows use, so a slot counted
+  // wrong on the device lands past the bound, where the kernels' guard drops the row and the check fails.
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(413);
+  std::uniform_int_distribution<std::int64_t> chunks_less_one(1, 3);
+  for (std::int64_t inner : {1, 3, 64, 264}) {
+    const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
+    const detail::SegmentGeometry g =
+        detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec);
+    std::vector<std::int64_t> lengths(24);
+    std::int64_t nnz = 0, slots = 0;
+    for (auto& length : lengths) {
+      length = chunks_less_one(rng) * g.chunk_tokens + 1;
+      nnz += length;
+      slots += detail::row_work(length, g).partials;
+    }
+    INFO("inner " << inner << ", chunk " << g.chunk_tokens << " tokens, " << slots << " partial slots");
+    REQUIRE(slots == detail::max_partial_chunks(nnz, static_cast<std::int64_t>(lengths.size()), g));
+    check_all_ops(test::random_ragged<T, OffsetT>(lengths, inner, rng), 0.0f, rng);
+  }
+}
+
 TEMPLATE_TEST_CASE("segment_reduce on the device: NaN, infinities, ties and signed zeros", "[segment][gpu]", F32_I32,
                    F32_I64, F16_I32, F16_I64, BF16_I32, BF16_I64) {
   using T = typename TestType::Value;

@@ -220,6 +220,33 @@ TEMPLATE_TEST_CASE("segment_softmax rows on both sides of the local-finish limit
   }
 }
 
+TEMPLATE_TEST_CASE("segment_softmax rows that fill every partial slot of the workspace", "[segment][gpu]", F32_I32,
+                   BF16_I64) {
+  // As segment_reduce's: rows of k chunks and one token, for the forward's chunk and then the backward's, so the
+  // workspace holds exactly the slots the rows use (k + 1 <= kLocalFinishChunks: the root's merger writes them).
+  using T = typename TestType::Value;
+  using OffsetT = typename TestType::Offset;
+  auto rng = test::make_rng(514);
+  std::uniform_int_distribution<std::int64_t> chunks_less_one(1, detail::kLocalFinishChunks - 1);
+  for (std::int64_t inner : {1, 64, 264, 1000}) {
+    const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
+    for (bool backward : {false, true}) {
+      const detail::SegmentGeometry g = detail::make_softmax_geometry(inner, vec, sizeof(T), backward);
+      std::vector<std::int64_t> lengths(24);
+      std::int64_t nnz = 0, slots = 0;
+      for (auto& length : lengths) {
+        length = chunks_less_one(rng) * g.chunk_tokens + 1;
+        nnz += length;
+        slots += detail::row_work(length, g).partials;
+      }
+      INFO("inner " << inner << (backward ? ", backward" : ", forward") << "'s chunk of " << g.chunk_tokens
+                    << " tokens, " << slots << " partial slots");
+      REQUIRE(slots == detail::max_partial_chunks(nnz, static_cast<std::int64_t>(lengths.size()), g));
+      check_softmax(test::random_ragged<T, OffsetT>(lengths, inner, rng), rng);
+    }
+  }
+}
+
 TEMPLATE_TEST_CASE("segment_softmax block rows, held in shared memory by one block", "[segment][gpu]", F32_I32,
                    F16_I64, BF16_I32) {
   // A row longer than the local finish whose column tiles fit the second-pass kernel's shared memory (at most
