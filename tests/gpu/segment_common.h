@@ -459,6 +459,21 @@ constexpr bool is_low_precision() {
   return !std::is_same<T, float>::value;
 }
 
+// 24 rows of 1 to `most_chunks` - 1 whole chunks of `g` and one token each: the lengths whose partials fill the
+// workspace's slots exactly (max_partial_chunks), which the caller checks against `slots`, the rows' own count.
+inline std::vector<std::int64_t> rows_filling_partials(const detail::SegmentGeometry& g, std::int64_t most_chunks,
+                                                       std::mt19937_64& rng, std::int64_t& nnz, std::int64_t& slots) {
+  std::uniform_int_distribution<std::int64_t> whole_chunks(1, most_chunks - 1);
+  std::vector<std::int64_t> lengths(24);
+  nnz = slots = 0;
+  for (auto& length : lengths) {
+    length = whole_chunks(rng) * g.chunk_tokens + 1;
+    nnz += length;
+    slots += detail::row_work(length, g).partials;
+  }
+  return lengths;
+}
+
 }  // namespace segment
 }  // namespace test
 }  // namespace ragged

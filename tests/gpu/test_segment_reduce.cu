@@ -249,18 +249,12 @@ TEMPLATE_TEST_CASE("segment_reduce on the device: rows that fill every partial s
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(413);
-  std::uniform_int_distribution<std::int64_t> chunks_less_one(1, 3);
   for (std::int64_t inner : {1, 3, 64, 264}) {
     const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
     const detail::SegmentGeometry g =
         detail::make_segment_geometry(inner, vec, detail::kReduceFloatsPerLane / vec);
-    std::vector<std::int64_t> lengths(24);
     std::int64_t nnz = 0, slots = 0;
-    for (auto& length : lengths) {
-      length = chunks_less_one(rng) * g.chunk_tokens + 1;
-      nnz += length;
-      slots += detail::row_work(length, g).partials;
-    }
+    const std::vector<std::int64_t> lengths = rows_filling_partials(g, 4, rng, nnz, slots);
     INFO("inner " << inner << ", chunk " << g.chunk_tokens << " tokens, " << slots << " partial slots");
     REQUIRE(slots == detail::max_partial_chunks(nnz, static_cast<std::int64_t>(lengths.size()), g));
     check_all_ops(test::random_ragged<T, OffsetT>(lengths, inner, rng), 0.0f, rng);

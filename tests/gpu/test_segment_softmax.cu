@@ -227,18 +227,13 @@ TEMPLATE_TEST_CASE("segment_softmax rows that fill every partial slot of the wor
   using T = typename TestType::Value;
   using OffsetT = typename TestType::Offset;
   auto rng = test::make_rng(514);
-  std::uniform_int_distribution<std::int64_t> chunks_less_one(1, detail::kLocalFinishChunks - 1);
   for (std::int64_t inner : {1, 64, 264, 1000}) {
     const int vec = detail::segment_vector_width(inner, sizeof(T), nullptr);
     for (bool backward : {false, true}) {
       const detail::SegmentGeometry g = detail::make_softmax_geometry(inner, vec, sizeof(T), backward);
-      std::vector<std::int64_t> lengths(24);
       std::int64_t nnz = 0, slots = 0;
-      for (auto& length : lengths) {
-        length = chunks_less_one(rng) * g.chunk_tokens + 1;
-        nnz += length;
-        slots += detail::row_work(length, g).partials;
-      }
+      const std::vector<std::int64_t> lengths =
+          rows_filling_partials(g, detail::kLocalFinishChunks, rng, nnz, slots);
       INFO("inner " << inner << (backward ? ", backward" : ", forward") << "'s chunk of " << g.chunk_tokens
                     << " tokens, " << slots << " partial slots");
       REQUIRE(slots == detail::max_partial_chunks(nnz, static_cast<std::int64_t>(lengths.size()), g));
