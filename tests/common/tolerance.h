@@ -106,5 +106,36 @@ std::string compare_to_reference(const std::vector<T>& got, const std::vector<T>
   return "";
 }
 
+// test_rnn's rule for a whole output of a recurrence (errors compound over the steps, so no per-element float
+// bound is derived): every element within 2 x max |naive - exact| + k x ulp_T(max |exact|), k = 16 for float and 2
+// for half / bfloat16, where exact is the double-precision reference rounded to T and naive the same computation in
+// T (reference::RnnPrecision::kStorage). Returns the first failure as a message, or "".
+template <typename T>
+std::string compare_within_naive_budget(const std::vector<T>& got, const std::vector<T>& exact,
+                                        const std::vector<T>& naive) {
+  const double ulps = std::is_same<T, float>::value ? 16.0 : 2.0;
+  std::ostringstream message;
+  message.precision(9);
+  if (got.size() != exact.size() || naive.size() != exact.size()) {
+    message << "sizes differ: got " << got.size() << ", exact " << exact.size() << ", naive " << naive.size();
+    return message.str();
+  }
+  double naive_error = 0.0, magnitude = 0.0;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    naive_error = std::max(naive_error, std::abs(to_double(naive[i]) - to_double(exact[i])));
+    magnitude = std::max(magnitude, std::abs(to_double(exact[i])));
+  }
+  const double allowed = 2.0 * naive_error + ulps * ulp_of<T>(magnitude);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = to_double(got[i]), e = to_double(exact[i]);
+    if (!within(g, e, allowed)) {
+      message << "element " << i << " = " << g << ", exact " << e << ", allowed error " << allowed
+              << " (naive error " << naive_error << ")";
+      return message.str();
+    }
+  }
+  return "";
+}
+
 }  // namespace test
 }  // namespace ragged

@@ -1,6 +1,7 @@
-// compare_to_reference (tests/common/tolerance.h), the rule the segment device tests judge every output by:
-// what each of its two rules accepts and refuses, so that a comparison that passed everything, or one that fails
-// a kernel on a lucky naive element (the CI failure of 2026-11-29), shows here without a GPU.
+// The rules of tests/common/tolerance.h: compare_to_reference, by which the segment device tests judge every output,
+// and compare_within_naive_budget, the recurrent tests'. What each accepts and refuses, so that a comparison that
+// passed everything, or one that fails a kernel on a lucky naive element (the CI failure of 2026-11-29), shows here
+// without a GPU.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -86,4 +87,34 @@ TEST_CASE("rule (2) skips elements whose naive result is not finite", "[toleranc
   CHECK(compare<half>({1.0, 2.0}, ref, &naive, 1.0).empty());
   CHECK_FALSE(compare<half>({1.0 + 4 * ulp, 2.0}, ref, &naive, 0.0).empty());
   CHECK(compare<half>({1.0 + 4 * ulp, 2.0}, ref, &naive, 1.0).empty());
+}
+
+TEST_CASE("the recurrent rule: every element within twice the naive error plus some ulps at max |exact|",
+          "[tolerance]") {
+  // compare_within_naive_budget, test_rnn's and test_large_tensors' rule: naive off by 2 ulps of 0.5 at one
+  // element (= one ulp of 1.0, the largest |exact|) allows 2 x 1 + 2 ulps of 1.0 at every element (k = 2 in bfloat16).
+  const double ulp = test::ulp_of<bfloat16>(1.0);
+  const std::vector<bfloat16> exact = rounded<bfloat16>({1.0, -0.5, 0.25});
+  const std::vector<bfloat16> naive = rounded<bfloat16>({1.0, -0.5 - 2 * test::ulp_of<bfloat16>(0.5), 0.25});
+  CHECK(test::compare_within_naive_budget(exact, exact, naive).empty());
+  CHECK(test::compare_within_naive_budget(rounded<bfloat16>({1.0, -0.5, 0.25 + 4 * ulp}), exact, naive).empty());
+  const std::string failure =
+      test::compare_within_naive_budget(rounded<bfloat16>({1.0, -0.5, 0.25 + 5 * ulp}), exact, naive);
+  CHECK(failure.rfind("element 2 ", 0) == 0);
+  // With a naive result equal to the exact one, only the ulps are allowed.
+  CHECK(test::compare_within_naive_budget(rounded<bfloat16>({1.0 + 2 * ulp, -0.5, 0.25}), exact, exact).empty());
+  CHECK_FALSE(
+      test::compare_within_naive_budget(rounded<bfloat16>({1.0 + 4 * ulp, -0.5, 0.25}), exact, exact).empty());
+  // In float, 16 ulps.
+  const double float_ulp = test::ulp_of<float>(1.0);
+  const std::vector<float> exact_float = {1.0f, -0.5f};
+  CHECK(test::compare_within_naive_budget(rounded<float>({1.0 + 16 * float_ulp, -0.5}), exact_float, exact_float)
+            .empty());
+  CHECK_FALSE(test::compare_within_naive_budget(rounded<float>({1.0 + 17 * float_ulp, -0.5}), exact_float, exact_float)
+                  .empty());
+  // A NaN (the poison of an unwritten element) is never within, and the sizes must agree.
+  const std::vector<bfloat16> with_nan = rounded<bfloat16>({std::numeric_limits<double>::quiet_NaN(), -0.5, 0.25});
+  CHECK_FALSE(test::compare_within_naive_budget(with_nan, exact, naive).empty());
+  CHECK(test::compare_within_naive_budget(rounded<bfloat16>({1.0, -0.5}), exact, naive).rfind("sizes differ", 0) ==
+        0);
 }

@@ -1,11 +1,12 @@
 // Tensors past the 32-bit index range: more than 2^31 elements in a ragged tensor with int32 offsets, a row of
 // more than 2^31 tokens with int64 offsets, padded tensors and masks of more than 2^32 elements, packed sequences
-// of more than 2^31 bytes, and attention's Q, K, V and O of more than 2^31 elements each. The kernels index in 64
-// bits and switch their 32-bit shortcuts off past these sizes (fast_divmod.h's divider, the scalar row pass at
-// D = 1, the 32-bit arg index of max / min); the other tests reach those paths only forced, or at sizes that fit
-// 32 bits. The segment ops, conversions, masks and packing are checked against the CPU reference, as in the other
-// tests, attention by its bitwise batch invariance; the host side runs on all the machine's cores, since
-// single-threaded the references over ~2^31 elements would take minutes.
+// of more than 2^31 bytes, attention's Q, K, V and O of more than 2^31 elements each, and LSTM / GRU layers whose
+// input or input projections pass 2^31 elements. The kernels index in 64 bits and switch their 32-bit shortcuts
+// off past these sizes (fast_divmod.h's divider, the scalar row pass at D = 1, the 32-bit arg index of max / min);
+// the other tests reach those paths only forced, or at sizes that fit 32 bits. The segment ops, conversions, masks
+// and packing are checked against the CPU reference, as in the other tests, attention by its bitwise batch
+// invariance, the recurrent layers by the reference on three of their sequences; the host side runs on all the
+// machine's cores, since single-threaded the references over ~2^31 elements would take minutes.
 //
 // Full size takes up to 19 GB of device memory at once and 18 GB of host memory (attention). RAGGED_TEST_SCALE
 // shrinks every shape: the emulated run in tests/emu/run.sh runs this program at 1/1024, which checks the test's
@@ -13,6 +14,7 @@
 // compute-sanitizer does not run it (scripts/gpu-check.sh): instrumented, several passes over 4-5 GB would take far
 // longer than its limit, and its kernels are sanitized at ordinary sizes in the other programs.
 #include <catch2/catch.hpp>
+#include <cublas_v2.h>
 
 #include <algorithm>
 #include <array>
@@ -25,6 +27,8 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/host_attention.h"
@@ -35,6 +39,8 @@
 #include "ragged/convert.h"
 #include "ragged/packing.h"
 #include "ragged/reference.h"
+#include "ragged/reference_rnn.h"
+#include "ragged/rnn.h"
 #include "ragged/segment_reduce.h"
 
 using namespace ragged;
@@ -684,5 +690,236 @@ TEST_CASE("attention on Q, K, V and O of more than 2^31 elements each", "[attent
       REQUIRE(std::memcmp(lse.data() + at * heads, small_lse.data() + small_at * heads,
                           static_cast<std::size_t>(lengths[b] * heads) * sizeof(float)) == 0);
     }
+  }
+}
+
+namespace {
+
+// One layer's random parameters on the host and the device, matrices scaled by 1 / sqrt(width) as PyTorch
+// initialises them, biases in [-1, 1].
+template <typename T>
+struct RnnParameters {
+  std::vector<std::vector<T>> host;
+  std::vector<DeviceBuffer<T>> device;
+  std::vector<RnnLayerWeights<T>> host_weights, device_weights;
+
+  RnnParameters(const RnnDesc& desc, std::uint64_t seed) {
+    REQUIRE(desc.num_layers == 1);
+    REQUIRE(desc.proj_size == 0);
+    const std::int64_t rows = rnn_gate_count(desc.mode) * desc.hidden_size;
+    for (int dir = 0; dir < rnn_directions(desc); ++dir) {
+      const std::array<std::pair<std::int64_t, double>, 4> shapes = {
+          {{rows * desc.input_size, 1.0 / std::sqrt(static_cast<double>(desc.input_size))},
+           {rows * desc.hidden_size, 1.0 / std::sqrt(static_cast<double>(desc.hidden_size))},
+           {rows, 0.5},
+           {rows, 0.5}}};
+      for (const auto& shape : shapes) {
+        std::vector<T> values = hashed_values<T>(shape.first, seed++);
+        for (T& v : values) v = test::from_double<T>(test::to_double(v) * shape.second);
+        device.emplace_back(values);
+        host.push_back(std::move(values));
+      }
+      const std::size_t i = host.size() - 4;
+      host_weights.push_back({host[i].data(), host[i + 1].data(), host[i + 2].data(), host[i + 3].data(), nullptr});
+      device_weights.push_back(
+          {device[i].data(), device[i + 1].data(), device[i + 2].data(), device[i + 3].data(), nullptr});
+    }
+  }
+};
+
+struct CublasHandle {
+  cublasHandle_t handle = nullptr;
+  CublasHandle() { REQUIRE(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS); }
+  ~CublasHandle() { cublasDestroy(handle); }
+};
+
+// rnn_forward (one layer, h0 and c0 given) over the whole batch, then three sequences of it (the first and the
+// last two, where the rows past the 32-bit range are) against the CPU reference run on those sequences alone:
+// output rows, hn and cn within test_rnn's budget (test::compare_within_naive_budget). Every output row must be
+// written. With the batch-invariant projection the three sequences also run as a batch of their own on the device,
+// which must give the same bits (the path gpu_test_rnn checks against the reference at ordinary sizes).
+template <typename T, typename OffsetT>
+void check_rnn_at_size(const RnnDesc& desc, const std::vector<std::int64_t>& lengths, RnnProjection projection,
+                       RnnAlgo algo, std::uint64_t salt) {
+  const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
+  REQUIRE(batch >= 3);
+  const std::vector<OffsetT> offsets = test::offsets_from_lengths<OffsetT>(lengths);
+  const std::int64_t nnz = offsets.back(), in = desc.input_size, H = desc.hidden_size;
+  const std::int64_t slots = rnn_directions(desc), width = slots * H;  // one layer, no projection: S = H
+  const std::int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+  const bool lstm = desc.mode == RnnMode::kLstm;
+  INFO(rnn_mode_name(desc.mode) << " in " << in << " H " << H << (slots == 2 ? " bidirectional" : "") << ", "
+                                << rnn_projection_name(projection) << " projection, " << rnn_algo_name(algo)
+                                << ", batch " << batch << ", " << nnz << " tokens, longest " << longest);
+
+  const std::vector<T> x = hashed_values<T>(nnz * in, fresh_seed(salt));
+  const std::vector<T> h0 = hashed_values<T>(slots * batch * H, fresh_seed(salt + 1));
+  const std::vector<T> c0 = hashed_values<T>(lstm ? slots * batch * H : 0, fresh_seed(salt + 2));
+  const RnnParameters<T> params(desc, fresh_seed(salt + 3));
+  const CublasHandle cublas;
+
+  // A run over device buffers; returns output, hn and cn on the host.
+  struct Results {
+    std::vector<T> output, hn, cn;
+  };
+  const auto run = [&](const std::vector<T>& xs, const std::vector<OffsetT>& offs, const std::vector<T>& h0s,
+                       const std::vector<T>& c0s, std::int64_t steps) {
+    const std::int64_t b = static_cast<std::int64_t>(offs.size()) - 1, rows = offs.back();
+    const DeviceBuffer<T> d_x(xs), d_h0(h0s), d_c0(c0s);
+    const DeviceBuffer<OffsetT> d_offsets(offs);
+    DeviceBuffer<T> d_out(static_cast<std::size_t>(rows * width)), d_hn(h0s.size()), d_cn(c0s.size());
+    DeviceBuffer<CheckResult> d_check(1);
+    test::poison(d_out);
+    test::poison(d_hn);
+    test::poison(d_cn);
+    d_check.fill_bytes(0);  // "failure at 0": a missing reset shows
+    RnnArgs<T, OffsetT> args;
+    args.desc = desc;
+    args.weights = params.device_weights.data();
+    args.input = RaggedView<const T, OffsetT>{d_x.data(), d_offsets.data(), b, rows, in};
+    args.max_steps = steps;
+    args.h0 = d_h0.data();
+    args.c0 = lstm ? d_c0.data() : nullptr;
+    args.output = d_out.data();
+    args.hn = d_hn.data();
+    args.cn = lstm ? d_cn.data() : nullptr;
+    args.projection = projection;
+    args.cublas = cublas.handle;
+    args.algo = algo;
+    args.check = d_check.data();
+    REQUIRE_OK(run_two_phase([&](void* workspace, std::size_t& bytes) {
+      return rnn_forward<T, OffsetT>(workspace, bytes, args, nullptr);
+    }));
+    REQUIRE(d_check.to_host()[0].ok());
+    return Results{d_out.to_host(), d_hn.to_host(), lstm ? d_cn.to_host() : std::vector<T>{}};
+  };
+
+  Results large;
+  {
+    // The projections (nnz x 4H or 3H floats a direction) are most of the workspace run_two_phase allocates.
+    const std::int64_t projections = nnz * slots * rnn_gate_count(desc.mode) * H;
+    require_device_memory(static_cast<std::size_t>((nnz * (in + width)) * sizeof(T) + projections * sizeof(float)) +
+                          (std::size_t{1} << 30));
+    large = run(x, offsets, h0, c0, longest);
+  }
+  const std::int64_t unwritten =
+      first_failure(nnz * width, [&](std::int64_t i) { return !test::is_poison(large.output[i]); });
+  INFO("first output element never written: " << unwritten);
+  REQUIRE(unwritten == -1);
+
+  // The chosen sequences as a batch of their own on the host: x rows, and h0 / c0 / hn / cn slots.
+  const std::vector<std::int64_t> chosen = {0, batch - 2, batch - 1};
+  std::vector<std::int64_t> small_lengths;
+  for (std::int64_t b : chosen) small_lengths.push_back(lengths[b]);
+  const std::vector<OffsetT> small_offsets = test::offsets_from_lengths<OffsetT>(small_lengths);
+  const std::int64_t small_batch = static_cast<std::int64_t>(chosen.size());
+  std::vector<T> small_x, small_h0, small_c0;
+  Results got;  // the large run's results for the chosen sequences, in the same layout
+  for (std::int64_t b : chosen) {
+    small_x.insert(small_x.end(), x.begin() + offsets[b] * in, x.begin() + offsets[b + 1] * in);
+    got.output.insert(got.output.end(), large.output.begin() + offsets[b] * width,
+                      large.output.begin() + offsets[b + 1] * width);
+  }
+  for (std::int64_t s = 0; s < slots; ++s)
+    for (std::int64_t b : chosen) {
+      const std::int64_t at = (s * batch + b) * H;
+      small_h0.insert(small_h0.end(), h0.begin() + at, h0.begin() + at + H);
+      got.hn.insert(got.hn.end(), large.hn.begin() + at, large.hn.begin() + at + H);
+      if (lstm) {
+        small_c0.insert(small_c0.end(), c0.begin() + at, c0.begin() + at + H);
+        got.cn.insert(got.cn.end(), large.cn.begin() + at, large.cn.begin() + at + H);
+      }
+    }
+  const auto reference_run = [&](reference::RnnPrecision precision) {
+    Results r;
+    r.output.resize(small_x.size() / in * width);
+    r.hn.resize(small_h0.size());
+    r.cn.resize(small_c0.size());
+    reference::rnn_forward<T, OffsetT>(
+        desc, params.host_weights.data(),
+        RaggedView<const T, OffsetT>{small_x.data(), small_offsets.data(), small_batch, small_offsets.back(), in},
+        small_h0.data(), lstm ? small_c0.data() : nullptr, r.output.data(), r.hn.data(),
+        lstm ? r.cn.data() : nullptr, precision);
+    return r;
+  };
+  const Results exact = reference_run(reference::RnnPrecision::kExact);
+  const Results naive = reference_run(reference::RnnPrecision::kStorage);
+  const std::string output_failure = test::compare_within_naive_budget(got.output, exact.output, naive.output);
+  INFO("output rows of sequences 0, " << batch - 2 << " and " << batch - 1 << ": " << output_failure);
+  REQUIRE(output_failure.empty());
+  const std::string hn_failure = test::compare_within_naive_budget(got.hn, exact.hn, naive.hn);
+  INFO("hn: " << hn_failure);
+  REQUIRE(hn_failure.empty());
+  if (lstm) {
+    const std::string cn_failure = test::compare_within_naive_budget(got.cn, exact.cn, naive.cn);
+    INFO("cn: " << cn_failure);
+    REQUIRE(cn_failure.empty());
+  }
+
+  if (projection == RnnProjection::kBatchInvariant) {
+    const std::int64_t small_longest = *std::max_element(small_lengths.begin(), small_lengths.end());
+    const Results alone = run(small_x, small_offsets, small_h0, small_c0, small_longest);
+    REQUIRE(alone.output.size() == got.output.size());
+    REQUIRE(std::memcmp(alone.output.data(), got.output.data(), got.output.size() * sizeof(T)) == 0);
+    REQUIRE(std::memcmp(alone.hn.data(), got.hn.data(), got.hn.size() * sizeof(T)) == 0);
+    REQUIRE(std::memcmp(alone.cn.data(), got.cn.data(), got.cn.size() * sizeof(T)) == 0);
+  }
+}
+
+// Lengths drawn uniformly from 1..longest until they sum to `tokens` (the last one cut to fit).
+std::vector<std::int64_t> lengths_summing_to(std::int64_t tokens, std::int64_t longest, std::uint64_t salt) {
+  std::mt19937_64 rng = test::make_rng(salt);
+  std::vector<std::int64_t> lengths;
+  for (std::int64_t filled = 0; filled < tokens;) {
+    const std::int64_t length =
+        std::min(std::uniform_int_distribution<std::int64_t>(1, longest)(rng), tokens - filled);
+    lengths.push_back(length);
+    filled += length;
+  }
+  return lengths;
+}
+
+}  // namespace
+
+TEST_CASE("rnn_forward on an input of more than 2^31 elements", "[rnn][gpu][large]") {
+  using T = bfloat16;
+  using OffsetT = std::int32_t;
+  // GRU, input_size 4096, H = 2: 2^19 + 1024 tokens make x 2^31 + 2^22 elements at full size (a token's row starts
+  // past 2^31 from token 2^19 on), in sequences of 1 to 1000 tokens; the projections and outputs stay small. Both
+  // projections read x: cuBLAS (in calls of at most 2^30 rows) and ragged's GEMM (row x input_size in 64 bits).
+  RnnDesc desc;
+  desc.mode = RnnMode::kGru;
+  desc.input_size = 4096;
+  desc.hidden_size = 2;
+  const std::int64_t tokens = test::scaled((std::int64_t{1} << 19) + 1024, 512);
+  if (full_size()) REQUIRE(tokens * desc.input_size > kInt32Max);
+  const std::vector<std::int64_t> lengths = lengths_summing_to(tokens, test::scaled(1000, 8), 0x5e11);
+  SECTION("cuBLAS projection") {
+    check_rnn_at_size<T, OffsetT>(desc, lengths, RnnProjection::kCublas, RnnAlgo::kAuto, 9);
+  }
+  SECTION("batch-invariant projection") {
+    check_rnn_at_size<T, OffsetT>(desc, lengths, RnnProjection::kBatchInvariant, RnnAlgo::kAuto, 9);
+  }
+}
+
+TEST_CASE("rnn_forward with input projections of more than 2^31 elements", "[rnn][gpu][large]") {
+  using T = bfloat16;
+  using OffsetT = std::int64_t;
+  // Bidirectional LSTM, H = 8, input_size 3: a token's projections are 2 x 32 floats, so 2^25 + 2^20 tokens make
+  // them 2^31 + 2^26 elements (8.8 GB of workspace) at full size, in sequences of 1 to 512 tokens, int64 offsets.
+  // The recurrence reads its gate inputs at row x 64 + direction x 32 on every path.
+  RnnDesc desc;
+  desc.mode = RnnMode::kLstm;
+  desc.input_size = 3;
+  desc.hidden_size = 8;
+  desc.bidirectional = true;
+  const std::int64_t tokens = test::scaled((std::int64_t{1} << 25) + (std::int64_t{1} << 20), 4096);
+  if (full_size()) REQUIRE(tokens * 2 * 4 * desc.hidden_size > kInt32Max);
+  const std::vector<std::int64_t> lengths = lengths_summing_to(tokens, test::scaled(512, 8), 0x5e12);
+  SECTION("per-step kernels") {
+    check_rnn_at_size<T, OffsetT>(desc, lengths, RnnProjection::kCublas, RnnAlgo::kPerStep, 10);
+  }
+  SECTION("persistent kernel") {
+    check_rnn_at_size<T, OffsetT>(desc, lengths, RnnProjection::kCublas, RnnAlgo::kPersistent, 10);
   }
 }

@@ -263,26 +263,14 @@ Outputs<T> run_reference(const Model<T>& model, const Inputs<T, OffsetT>& in, co
   return r;
 }
 
-// got within 2 x (naive error) + a few ulps of T at the tensor's magnitude of the exact values.
+// got within 2 x (naive error) + a few ulps of T at the tensor's magnitude of the exact values
+// (test::compare_within_naive_budget).
 template <typename T>
 void require_within_budget(const std::vector<T>& got, const std::vector<T>& exact, const std::vector<T>& naive,
                            const char* what) {
-  REQUIRE(got.size() == exact.size());
-  double naive_error = 0.0, magnitude = 0.0;
-  for (std::size_t i = 0; i < exact.size(); ++i) {
-    naive_error = std::max(naive_error, std::abs(test::to_double(naive[i]) - test::to_double(exact[i])));
-    magnitude = std::max(magnitude, std::abs(test::to_double(exact[i])));
-  }
-  const double ulps = std::is_same<T, float>::value ? 16.0 : 2.0;
-  const double allowed = 2.0 * naive_error + ulps * test::ulp_of<T>(magnitude);
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = test::to_double(got[i]), e = test::to_double(exact[i]);
-    if (!test::within(g, e, allowed)) {
-      INFO(what << "[" << i << "] = " << g << ", exact " << e << ", allowed error " << allowed << " (naive error "
-                << naive_error << ")");
-      REQUIRE(test::within(g, e, allowed));
-    }
-  }
+  const std::string failure = test::compare_within_naive_budget(got, exact, naive);
+  INFO(what << ": " << failure);
+  REQUIRE(failure.empty());
 }
 
 // Runs the device op and both references and compares output, hn and cn.
