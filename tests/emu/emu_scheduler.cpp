@@ -219,12 +219,13 @@ void take_faults(bool take);
 // of a large buffer (rnn_forward's per-step kernel on 2^31 floats of projections, test_large_tensors) got there,
 // and the store that could not open its page faulted again forever. Instead the check stops for the running
 // kernel (its remaining reads before its wait, its writes) and the next one, with device memory all open, and the
-// emulator says so once.
+// emulator says so once per kernel name (a per-step kernel gives up at hundreds of launches).
 void give_up_protection(const char* what, std::size_t pages) {
-  if (!D.gave_up)
+  static std::set<std::string> reported;
+  if (!D.gave_up && reported.insert(S.kernel).second)
     std::fprintf(stderr,
                  "emu: kernel %s: mprotect failed (%s) to %s (%zu pages; past vm.max_map_count?): the dependent-launch "
-                 "check stops for this kernel and the next one, device memory all open\n",
+                 "check stops for this launch and the next one, device memory all open (said once per kernel)\n",
                  S.kernel, std::strerror(errno), what, pages);
   D.gave_up = true;
   D.check = D.before_wait = D.recording = false;
