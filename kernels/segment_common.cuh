@@ -1222,7 +1222,8 @@ inline Status build_plan(void (*rows_kernel)(Args), const Args& args, const Segm
       std::max({(L.batch + rows_per_warp - 1) / rows_per_warp, (arrival_words(L) + 1023) / 1024,
                 L.geometry.warp_row_tokens > 0 ? L.batch : std::int64_t{0}});
   RAGGED_RETURN_IF_ERROR(persistent_grid(rows_kernel, warp_items, blocks));
-  // The chain's first kernel: an ordinary launch (everything before the op is complete when it starts).
+  // The chain's first kernel: an ordinary launch (everything before the op is complete when it starts). It must
+  // stay one: it zeroes the arrival counters with no wait, which a previous op on this workspace may still use.
   RAGGED_RETURN_IF_ERROR(
       launch_after_prior(false, kernel_name, rows_kernel, dim3(blocks), dim3(kSegmentThreads), 0, stream, args));
   if (plan_scanned_in_kernel(L.batch)) return Status::kSuccess;
