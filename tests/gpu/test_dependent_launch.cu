@@ -40,7 +40,7 @@ __global__ void read_after_wait_kernel(const unsigned* in, unsigned* out, std::i
     out[i] = in[i] + 1u;
 }
 
-// out[i * stride] = mixed(seed, i) for i < count: one element a page or two apart, scattered writes.
+// out[i * stride] = mixed(seed, i) for i < count: scattered writes, one element every `stride` elements.
 __global__ void write_strided_kernel(unsigned* out, std::int64_t count, std::int64_t stride, unsigned seed) {
   detail::allow_dependent_grid();
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
