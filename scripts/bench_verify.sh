@@ -34,8 +34,10 @@ run_suite() {
     printf '%-14s not run (deadline)\n' "$suite"
     return 1
   fi
+  # --foreground: the benchmark stays in the caller's process group, so that a timeout around this script
+  # (tests/emu/run.sh's time budget) stops it too.
   RAGGED_BENCH_VERIFY=1 RAGGED_BENCH_SCALE="${scale[$suite]:-0.001}" RAGGED_BENCH_SUITES="$suite" \
-    timeout "$left" "$bench" --benchmark_min_time=0 --benchmark_filter="${filter[$suite]:-.}" \
+    timeout --foreground "$left" "$bench" --benchmark_min_time=0 --benchmark_filter="${filter[$suite]:-.}" \
     --benchmark_out="$out/$suite.json" --benchmark_out_format=json >"$out/$suite.log" 2>&1 || rc=$?
   verdict=$(python3 - "$out/$suite.json" <<'PY'
 import json, sys

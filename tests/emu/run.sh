@@ -4,7 +4,10 @@
 # non-zero if any fails. Machines that are not x86-64 skip it (the fiber switch is x86-64 assembly).
 #   tests/emu/run.sh [BUILD_DIR]
 # EMU_SMS (default 8) sets the SM count the launches size their grids by; scripts/test.sh runs this after ctest.
-# The slowest programs start first.
+# The programs that take seconds start first, then the slowest. EMU_DEADLINE (seconds from the start, build
+# included; unset: no limit) is a time budget: a run still going then is stopped and reported "cut short", one
+# not started "not run", neither a failure (scripts/test.sh sets it, so that CI ends within its 90 minutes on a
+# machine slower than this one); the last line names them.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -59,12 +62,15 @@ fi
 # reduce test took 48 min on 132 SMs here (niced beside a CI run), at a quarter 7.5 to 9.7 (two at a time). Left to the 8-SM runs: the reduce's NaN and
 # ties cases (per-row semantics, 115 s on 132 SMs), the softmax's warp-row and D > 32 sub-warp cases (50 s each on
 # 132 SMs at any scale).
-runs=(test_rnn test_rnn:invariant test_segment_softmax test_segment_reduce:132sms test_segment_softmax:waves
+# The first eight (quick) take under a minute together, so that a time budget never leaves them out.
+quick=(test_dynamic test_workspace_query test_offsets test_masks test_dependent_launch test_offsets:shuffled
+       test_masks:shuffled test_large_tensors)
+runs=(test_dynamic test_workspace_query test_offsets test_masks test_dependent_launch test_offsets:shuffled
+      test_masks:shuffled test_large_tensors
+      test_rnn test_rnn:invariant test_segment_softmax test_segment_reduce:132sms test_segment_softmax:waves
       test_attention test_segment_softmax:132sms test_convert test_rnn:skewed test_segment_reduce
       test_segment_reduce:waves test_segment_reduce:100kb test_rnn:20sms test_rnn:19sms test_rnn:65sms test_rnn:99kb
-      test_rnn:99kb65 test_dynamic test_workspace_query test_offsets test_masks test_packing test_dependent_launch
-      test_large_tensors
-      test_convert:shuffled test_offsets:shuffled test_masks:shuffled test_packing:shuffled test_attention:skewed)
+      test_rnn:99kb65 test_packing test_packing:shuffled test_convert:shuffled test_attention:skewed)
 # The runs CI leaves out (EMU_TIER=ci, as scripts/test.sh runs it): the same programs in other orders and on
 # other SM counts, which took 2286 of the emulated tests' 5708 CPU seconds (2026-12-06 here, two at a time),
 # after which a CI run went past its 90 minutes. Run them all (the default, EMU_TIER=full) after changing a kernel.
@@ -120,27 +126,69 @@ declare -A filters=([test_rnn]='~"rnn_forward with the batch-invariant projectio
                     [test_segment_softmax:waves]='"segment_softmax is deterministic and batch-invariant*","segment_softmax: merges staged*","segment_softmax rows on both sides*","segment_softmax block rows*","segment_softmax on the device: a plan too large*"')
 
 # EMU_WITH_BENCH=1 (scripts/test.sh) also builds ragged_bench, with the same library objects, and runs
-# tests/emu/run_bench.sh on it as one more job of the two-at-a-time queue, third: a build of its own took 4
-# minutes and its own queue left a core idle at the end.
+# tests/emu/run_bench.sh on it as one more job of the two-at-a-time queue: a build of its own took 4 minutes and
+# its own queue left a core idle at the end.
 with_bench="${EMU_WITH_BENCH:-0}"
 built=("${programs[@]}")
 if [[ "$with_bench" == 1 ]]; then
   built+=(ragged_bench)
-  runs=("${runs[@]:0:2}" benchmarks "${runs[@]:2}")
+  # The benchmarks (15 minutes) go third among the slow runs, after the two longest.
+  queued=() slow_seen=0
+  for r in "${runs[@]}"; do
+    queued+=("$r")
+    if [[ " ${quick[*]} " != *" $r "* ]] && (( ++slow_seen == 2 )); then queued+=(benchmarks); fi
+  done
+  (( slow_seen >= 2 )) || queued+=(benchmarks)
+  runs=("${queued[@]}")
 fi
-echo "emulated kernel tests: building into $build"
-"$here/build.sh" "$build" "${built[@]}"
+deadline=""
+if [[ -n "${EMU_DEADLINE:-}" ]]; then
+  # No leading zero: bash would read 0560 as octal.
+  [[ "$EMU_DEADLINE" =~ ^-?(0|[1-9][0-9]*)$ ]] ||
+    { echo "emulated kernel tests: EMU_DEADLINE must be whole seconds, not '$EMU_DEADLINE'" >&2; exit 2; }
+  deadline=$((SECONDS + EMU_DEADLINE))
+fi
+if [[ "${EMU_PREBUILT:-0}" == 1 ]]; then
+  # EMU_PREBUILT=1 reruns the programs already in BUILD_DIR (the build takes 6 minutes here).
+  for b in "${built[@]}"; do
+    [[ -x "$build/emu_$b" ]] || { echo "emulated kernel tests: EMU_PREBUILT=1 but no $build/emu_$b" >&2; exit 2; }
+  done
+else
+  echo "emulated kernel tests: building into $build"
+  "$here/build.sh" "$build" "${built[@]}"
+fi
 mkdir -p "$build/logs"
+rm -f "$build/logs/"*.cut
 bench_sms="${EMU_SMS:-132}"  # the benchmarks run on an H100's count unless told otherwise, as run_bench.sh alone
 export EMU_SMS="${EMU_SMS:-8}"
 
+# budget_left: seconds until EMU_DEADLINE (a day when there is none).
+budget_left() { if [[ -n "$deadline" ]]; then echo $((deadline - SECONDS)); else echo 86400; fi; }
+
+# A run the budget stopped or never started leaves logs/<run>.cut, which the last line counts.
 run_one() {
-  local p="$1" start=$SECONDS rc=0
+  local p="$1" start=$SECONDS rc=0 left
+  left=$(budget_left)
+  if (( left <= 0 )); then
+    printf '%-22s not run: the time budget (EMU_DEADLINE) was spent\n' "$p"
+    touch "$build/logs/$p.cut"
+    return 0
+  fi
+  # timeout signals its own process group, which holds every process of the run (bench_verify.sh's own timeout
+  # runs in the foreground for that reason).
+  local limit="timeout --kill-after=30 $left"
   if [[ "$p" == benchmarks ]]; then
-    EMU_SMS=$bench_sms EMU_PREBUILT=1 BENCH_VERIFY_JOBS=1 "$here/run_bench.sh" "$build" > "$build/logs/$p.txt" 2>&1 ||
-      rc=$?
-    printf '%-22s %s (%ds): tests/emu/run_bench.sh, one line a suite:\n' "$p" \
-      "$([[ $rc == 0 ]] && echo passed || echo "FAILED rc=$rc")" $((SECONDS - start))
+    EMU_SMS=$bench_sms EMU_PREBUILT=1 BENCH_VERIFY_JOBS=1 $limit "$here/run_bench.sh" "$build" \
+      > "$build/logs/$p.txt" 2>&1 || rc=$?
+    if [[ -n "$deadline" ]] && (( rc == 124 || rc == 137 )) && (( $(budget_left) <= 0 )); then
+      printf '%-22s cut short by the time budget (EMU_DEADLINE) after %ds; the suites that finished:\n' "$p" \
+        $((SECONDS - start))
+      touch "$build/logs/$p.cut"
+      rc=0
+    else
+      printf '%-22s %s (%ds): tests/emu/run_bench.sh, one line a suite:\n' "$p" \
+        "$([[ $rc == 0 ]] && echo passed || echo "FAILED rc=$rc")" $((SECONDS - start))
+    fi
     grep -E '^[a-z]+_gpu ' "$build/logs/$p.txt" | sed 's/^/  /' || true
     [[ $rc != 0 ]] && tail -40 "$build/logs/$p.txt"
     return $rc
@@ -152,10 +200,21 @@ run_one() {
     "${thread_order[$p]:+EMU_ORDER=${thread_order[$p]} EMU_BLOCKS=reverse}" \
     "${block_order[$p]:+EMU_BLOCKS=${block_order[$p]}}" \
     "$([[ ${thread_order[$p]:-} == warps ]] && echo EMU_CP_ASYNC=early)" \
-    "\"$build/emu_${p%%:*}\" --rng-seed time --warn NoTests ${filters[$p]:-}" > "$build/logs/$p.txt" 2>&1 ||
+    "$limit \"$build/emu_${p%%:*}\" --rng-seed time --warn NoTests ${filters[$p]:-}" > "$build/logs/$p.txt" 2>&1 ||
     rc=$?
   local summary
-  summary="$(grep -E '^(All tests passed|test cases:)' "$build/logs/$p.txt" | tail -1)"
+  summary="$(grep -E '^(All tests passed|test cases:)' "$build/logs/$p.txt" | tail -1 || true)"
+  if [[ -n "$deadline" ]] && (( rc == 124 || rc == 137 )) && (( $(budget_left) <= 0 )); then
+    printf '%-22s cut short by the time budget (EMU_DEADLINE) after %ds, no failure before it\n' "$p" \
+      $((SECONDS - start))
+    touch "$build/logs/$p.cut"
+    # Catch2 reports the SIGTERM as one failed assertion; any other failure before the cut is still a failure.
+    local failures terms
+    failures=$(grep -c 'FAILED:' "$build/logs/$p.txt" || true)
+    terms=$(grep -c 'SIGTERM - Termination request signal' "$build/logs/$p.txt" || true)
+    (( failures > terms )) && { tail -40 "$build/logs/$p.txt"; return 1; }
+    return 0
+  fi
   printf '%-22s %s (%ds)%s\n' "$p" "$([[ $rc == 0 ]] && echo passed || echo "FAILED rc=$rc")" $((SECONDS - start)) \
     "${summary:+: $summary}"
   if [[ $rc != 0 ]]; then
@@ -175,8 +234,15 @@ for p in "${runs[@]}"; do
   names+=("$p")
 done
 for i in "${!pids[@]}"; do wait "${pids[$i]}" || failed=1; done
+cut=()
+for p in "${runs[@]}"; do [[ -e "$build/logs/$p.cut" ]] && cut+=("$p"); done
 if [[ $failed != 0 ]]; then
-  echo "emulated kernel tests: FAILED (logs in $build/logs)"
+  echo "emulated kernel tests: FAILED (logs in $build/logs)${cut[*]:+; cut short or not run by the time budget: ${cut[*]}}"
   exit 1
 fi
-echo "emulated kernel tests: all passed"
+if (( ${#cut[@]} > 0 )); then
+  echo "emulated kernel tests: no failure; ${#cut[@]} of ${#runs[@]} runs cut short or not run by the" \
+    "time budget (EMU_DEADLINE=$EMU_DEADLINE s): ${cut[*]}"
+else
+  echo "emulated kernel tests: all passed"
+fi
