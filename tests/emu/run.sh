@@ -205,14 +205,18 @@ run_one() {
   local summary
   summary="$(grep -E '^(All tests passed|test cases:)' "$build/logs/$p.txt" | tail -1 || true)"
   if [[ -n "$deadline" ]] && (( rc == 124 || rc == 137 )) && (( $(budget_left) <= 0 )); then
-    printf '%-22s cut short by the time budget (EMU_DEADLINE) after %ds, no failure before it\n' "$p" \
-      $((SECONDS - start))
     touch "$build/logs/$p.cut"
     # Catch2 reports the SIGTERM as one failed assertion; any other failure before the cut is still a failure.
     local failures terms
     failures=$(grep -c 'FAILED:' "$build/logs/$p.txt" || true)
     terms=$(grep -c 'SIGTERM - Termination request signal' "$build/logs/$p.txt" || true)
-    (( failures > terms )) && { tail -40 "$build/logs/$p.txt"; return 1; }
+    if (( failures > terms )); then
+      printf '%-22s FAILED before the time budget (EMU_DEADLINE) cut it short after %ds\n' "$p" $((SECONDS - start))
+      tail -40 "$build/logs/$p.txt"
+      return 1
+    fi
+    printf '%-22s cut short by the time budget (EMU_DEADLINE) after %ds, no failure before it\n' "$p" \
+      $((SECONDS - start))
     return 0
   fi
   printf '%-22s %s (%ds)%s\n' "$p" "$([[ $rc == 0 ]] && echo passed || echo "FAILED rc=$rc")" $((SECONDS - start)) \

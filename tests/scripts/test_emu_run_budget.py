@@ -83,6 +83,8 @@ expect(line_of(done, 'test_offsets').endswith('not run: the time budget (EMU_DEA
 done, build = run({'test_dynamic': PASSES, 'test_offsets': 'export FAILED_BEFORE=1\n' + SLOW},
                   EMU_RUNS='test_dynamic test_offsets', EMU_DEADLINE='2')
 expect(done.returncode, 1, 'exit code, an assertion failed before the cut')
+expect(line_of(done, 'test_offsets').startswith('test_offsets           FAILED before the time budget'), True,
+       'the run that failed before the cut')
 expect(lines(done)[-1:], ['emulated kernel tests: FAILED (logs in %s/logs); cut short or not run by the time '
                           'budget: test_offsets' % build], 'the last line')
 
