@@ -165,6 +165,9 @@ export EMU_SMS="${EMU_SMS:-8}"
 # budget_left: seconds until EMU_DEADLINE (a day when there is none).
 budget_left() { if [[ -n "$deadline" ]]; then echo $((deadline - SECONDS)); else echo 86400; fi; }
 
+# cut_by_budget RC: whether a run that exited with RC was stopped by timeout at EMU_DEADLINE.
+cut_by_budget() { [[ -n "$deadline" ]] && (( $1 == 124 || $1 == 137 )) && (( $(budget_left) <= 0 )); }
+
 # A run the budget stopped or never started leaves logs/<run>.cut, which the last line counts.
 run_one() {
   local p="$1" start=$SECONDS rc=0 left
@@ -180,7 +183,7 @@ run_one() {
   if [[ "$p" == benchmarks ]]; then
     EMU_SMS=$bench_sms EMU_PREBUILT=1 BENCH_VERIFY_JOBS=1 $limit "$here/run_bench.sh" "$build" \
       > "$build/logs/$p.txt" 2>&1 || rc=$?
-    if [[ -n "$deadline" ]] && (( rc == 124 || rc == 137 )) && (( $(budget_left) <= 0 )); then
+    if cut_by_budget "$rc"; then
       printf '%-22s cut short by the time budget (EMU_DEADLINE) after %ds; the suites that finished:\n' "$p" \
         $((SECONDS - start))
       touch "$build/logs/$p.cut"
@@ -204,7 +207,7 @@ run_one() {
     rc=$?
   local summary
   summary="$(grep -E '^(All tests passed|test cases:)' "$build/logs/$p.txt" | tail -1 || true)"
-  if [[ -n "$deadline" ]] && (( rc == 124 || rc == 137 )) && (( $(budget_left) <= 0 )); then
+  if cut_by_budget "$rc"; then
     touch "$build/logs/$p.cut"
     # Catch2 reports the SIGTERM as one failed assertion; any other failure before the cut is still a failure.
     local failures terms
