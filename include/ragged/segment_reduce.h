@@ -28,7 +28,7 @@
 // CUB's scan storage past 131072 sequences, with F:
 //                          sum / mean   max / min   softmax   softmax backward   reduce backward
 //   float                     0.032       0.093      0.45          0.41                0
-//   half / bfloat16           0.122       0.365      0.475         0.81                0
+//   half / bfloat16           0.123       0.365      0.476         0.81                0
 // At most 5/8 of that when fewer sequences than nnz / chunk hold the values (a few long rows); F is reached when
 // every sequence is a chunk plus one token long (wide inner sizes; tests/cpu/test_segment_workspace.cpp).
 #pragma once

@@ -27,10 +27,10 @@ const char* const kOpNames[kOps] = {"sum", "max", "max backward", "softmax", "so
 double documented_fraction(Op op, std::size_t elem_size) {
   const bool wide = elem_size == 4;
   switch (op) {
-    case kSum: return wide ? 0.032 : 0.122;
+    case kSum: return wide ? 0.032 : 0.123;
     case kMax: return wide ? 0.093 : 0.365;
     case kMaxBackward: return 0.0;
-    case kSoftmax: return wide ? 0.45 : 0.475;
+    case kSoftmax: return wide ? 0.45 : 0.476;
     case kSoftmaxBackward:
     case kLogSoftmaxBackward: return wide ? 0.41 : 0.81;
     default: return 0.0;
@@ -100,6 +100,33 @@ TEMPLATE_TEST_CASE("segment workspace: within the documented bound for every sha
       REQUIRE(fraction<TestType, std::int32_t>(static_cast<Op>(op), inner, nnz, batch) <= f);
       REQUIRE(fraction<TestType, std::int64_t>(static_cast<Op>(op), inner, nnz, batch) <= f);
     }
+  }
+}
+
+// The worst shapes are rows of a chunk or a few plus one token at the largest batch: every inner size up to 2048
+// and every such length, so that the bound is held where it is tight on every run, not only where the random
+// shapes above happen to land (they found half sum at 0.12203 and softmax at 0.47525 over a table of 0.122 and
+// 0.475, once in about 18 runs).
+TEMPLATE_TEST_CASE("segment workspace: within the documented bound where it is tight", "[segment][workspace]",
+                   float, __half) {
+  const std::int64_t batch = 131072;
+  for (int op = 0; op < kOps; ++op) {
+    const double f = documented_fraction(static_cast<Op>(op), sizeof(TestType));
+    double most = 0.0;
+    std::int64_t most_inner = 0, most_tokens = 0;
+    for (std::int64_t inner = 1; inner <= 2048; ++inner) {
+      for (std::int64_t tokens = 2; tokens <= 40; ++tokens) {
+        const double r = fraction<TestType, std::int32_t>(static_cast<Op>(op), inner, batch * tokens, batch);
+        if (r > most) {
+          most = r;
+          most_inner = inner;
+          most_tokens = tokens;
+        }
+      }
+    }
+    INFO(kOpNames[op] << ": the most is " << most << " at inner = " << most_inner << ", " << most_tokens
+                      << " tokens per sequence");
+    REQUIRE(most <= f);
   }
 }
 
