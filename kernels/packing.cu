@@ -261,7 +261,7 @@ Status launch_step_offsets(void* d_cub_temp, std::size_t& cub_temp_bytes, const 
 template <typename OffsetT>
 Status launch_move_packed_rows(PackDirection direction, const void* d_from, void* d_to, std::size_t row_bytes,
                                std::size_t elem_bytes, const OffsetT* d_offsets, std::int64_t rows,
-                               PackedLayout<OffsetT> layout, cudaStream_t stream) {
+                               PackedLayout<const OffsetT> layout, cudaStream_t stream) {
   if (rows == 0 || row_bytes == 0 || layout.batch == 0 || layout.max_steps == 0) return Status::kSuccess;
   MoveParams<OffsetT> params{};
   params.from = d_from;
@@ -290,7 +290,7 @@ Status launch_move_packed_rows(PackDirection direction, const void* d_from, void
   template Status launch_batch_sizes<O>(PackedLayout<O>, cudaStream_t);                                         \
   template Status launch_step_offsets<O>(void*, std::size_t&, const O*, std::int64_t, O*, cudaStream_t);        \
   template Status launch_move_packed_rows<O>(PackDirection, const void*, void*, std::size_t, std::size_t,     \
-                                             const O*, std::int64_t, PackedLayout<O>, cudaStream_t);
+                                             const O*, std::int64_t, PackedLayout<const O>, cudaStream_t);
 
 RAGGED_INSTANTIATE_PACKING(std::int32_t)
 RAGGED_INSTANTIATE_PACKING(std::int64_t)

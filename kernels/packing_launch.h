@@ -58,7 +58,7 @@ enum class PackDirection : int { kPack, kUnpack };
 template <typename OffsetT>
 Status launch_move_packed_rows(PackDirection direction, const void* d_from, void* d_to, std::size_t row_bytes,
                                std::size_t elem_bytes, const OffsetT* d_offsets, std::int64_t rows,
-                               PackedLayout<OffsetT> layout, cudaStream_t stream);
+                               PackedLayout<const OffsetT> layout, cudaStream_t stream);
 
 }  // namespace detail
 }  // namespace ragged

@@ -26,7 +26,7 @@ namespace detail {
 // slot_begin[j] / slot_length[j]: first row and length (clamped to the rows, to sorted_lengths[j] and to
 // max_steps) of the sequence in slot j; active[t] = batch_sizes[t] clamped to [0, batch].
 template <typename OffsetT>
-Status launch_rnn_slots(const OffsetT* d_offsets, std::int64_t rows, PackedLayout<OffsetT> layout,
+Status launch_rnn_slots(const OffsetT* d_offsets, std::int64_t rows, PackedLayout<const OffsetT> layout,
                         std::int64_t* d_slot_begin, std::int64_t* d_slot_length, std::int64_t* d_active,
                         cudaStream_t stream);
 

@@ -16,7 +16,7 @@ constexpr int kThreads = 256;
 
 template <typename OffsetT>
 __global__ void __launch_bounds__(kThreads)
-    rnn_slots_kernel(const OffsetT* __restrict__ offsets, std::int64_t rows, PackedLayout<OffsetT> layout,
+    rnn_slots_kernel(const OffsetT* __restrict__ offsets, std::int64_t rows, PackedLayout<const OffsetT> layout,
                      std::int64_t* __restrict__ slot_begin, std::int64_t* __restrict__ slot_length,
                      std::int64_t* __restrict__ active) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -128,7 +128,7 @@ Status launch_state_kernel(bool init, const RnnStateArgs<T>& args, cudaStream_t 
 }  // namespace
 
 template <typename OffsetT>
-Status launch_rnn_slots(const OffsetT* d_offsets, std::int64_t rows, PackedLayout<OffsetT> layout,
+Status launch_rnn_slots(const OffsetT* d_offsets, std::int64_t rows, PackedLayout<const OffsetT> layout,
                         std::int64_t* d_slot_begin, std::int64_t* d_slot_length, std::int64_t* d_active,
                         cudaStream_t stream) {
   const std::int64_t work = layout.batch > layout.max_steps ? layout.batch : layout.max_steps;
@@ -151,9 +151,9 @@ Status launch_rnn_final_state(const RnnStateArgs<T>& args, cudaStream_t stream) 
   return launch_state_kernel(false, args, stream);
 }
 
-template Status launch_rnn_slots<std::int32_t>(const std::int32_t*, std::int64_t, PackedLayout<std::int32_t>,
+template Status launch_rnn_slots<std::int32_t>(const std::int32_t*, std::int64_t, PackedLayout<const std::int32_t>,
                                                std::int64_t*, std::int64_t*, std::int64_t*, cudaStream_t);
-template Status launch_rnn_slots<std::int64_t>(const std::int64_t*, std::int64_t, PackedLayout<std::int64_t>,
+template Status launch_rnn_slots<std::int64_t>(const std::int64_t*, std::int64_t, PackedLayout<const std::int64_t>,
                                                std::int64_t*, std::int64_t*, std::int64_t*, cudaStream_t);
 
 #define RAGGED_INSTANTIATE_RNN_STATE(T)                                                     \

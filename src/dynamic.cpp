@@ -338,10 +338,10 @@ Status varlen_attention_forward(void* d_workspace, std::size_t& workspace_bytes,
 }
 
 Status packing_order(void* d_workspace, std::size_t& workspace_bytes, DType offset_dtype, const void* d_offsets,
-                     std::int64_t batch, const PackedLayoutDesc& layout, CheckResult* d_check, cudaStream_t stream) {
+                     const PackedLayoutDesc& layout, CheckResult* d_check, cudaStream_t stream) {
   return with_offset_type(offset_dtype, "packing_order", [&](auto offset_tag) {
     using OffsetT = decltype(offset_tag);
-    return ragged::packing_order(d_workspace, workspace_bytes, static_cast<const OffsetT*>(d_offsets), batch,
+    return ragged::packing_order(d_workspace, workspace_bytes, static_cast<const OffsetT*>(d_offsets),
                                  packed_layout_of<OffsetT>(layout), d_check, stream);
   });
 }

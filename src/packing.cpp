@@ -31,7 +31,7 @@ int key_bits(std::int64_t max_steps) {
 // The checks pack and unpack share: the ragged side (`name`), the packed buffer and the layout arrays they read.
 template <typename T, typename OffsetT, typename PackedT>
 Status check_move_args(const RaggedView<T, OffsetT>& ragged, const char* name, const PackedT* d_packed,
-                       const PackedLayout<OffsetT>& layout) {
+                       const PackedLayout<const OffsetT>& layout) {
   const std::string view(name);
   RAGGED_RETURN_IF_ERROR(detail::check_batch(ragged.batch, (view + ".batch").c_str()));
   RAGGED_RETURN_IF_ERROR(detail::check_non_negative(ragged.nnz, (view + ".nnz").c_str()));
@@ -52,13 +52,13 @@ Status check_move_args(const RaggedView<T, OffsetT>& ragged, const char* name, c
 }  // namespace
 
 template <typename OffsetT>
-Status packing_order(void* d_workspace, std::size_t& workspace_bytes, const OffsetT* d_offsets, std::int64_t batch,
+Status packing_order(void* d_workspace, std::size_t& workspace_bytes, const OffsetT* d_offsets,
                      PackedLayout<OffsetT> layout, CheckResult* d_check, cudaStream_t stream) {
-  RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "batch"));
+  const std::int64_t batch = layout.batch;
+  RAGGED_RETURN_IF_ERROR(detail::check_batch(batch, "layout.batch"));
   RAGGED_RETURN_IF_ERROR(detail::check_max_steps(layout.max_steps, "layout.max_steps"));
-  RAGGED_RETURN_IF_ERROR(detail::check_equal(batch, layout.batch, "batch and layout.batch"));
   if (batch > std::numeric_limits<OffsetT>::max())
-    return fail(Status::kSizeOverflow, "batch = " + std::to_string(batch) + " does not fit " +
+    return fail(Status::kSizeOverflow, "layout.batch = " + std::to_string(batch) + " does not fit " +
                                            offset_type_name<OffsetT>() + " batch_sizes");
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(d_offsets, batch + 1, "offsets"));
   RAGGED_RETURN_IF_ERROR(detail::check_pointer(layout.sorted_indices, batch, "layout.sorted_indices"));
@@ -106,7 +106,7 @@ Status packing_order(void* d_workspace, std::size_t& workspace_bytes, const Offs
 
 template <typename T, typename OffsetT>
 Status pack_sequences(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> src,
-                      PackedLayout<OffsetT> layout, T* d_packed, cudaStream_t stream) {
+                      NonDeduced<PackedLayout<const OffsetT>> layout, T* d_packed, cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_move_args(src, "src", d_packed, layout));
   if (d_workspace == nullptr) {
     workspace_bytes = detail::kNoWorkspaceBytes;
@@ -119,7 +119,8 @@ Status pack_sequences(void* d_workspace, std::size_t& workspace_bytes, RaggedVie
 
 template <typename T, typename OffsetT>
 Status unpack_sequences(void* d_workspace, std::size_t& workspace_bytes, const T* d_packed,
-                        PackedLayout<OffsetT> layout, RaggedView<T, OffsetT> dst, cudaStream_t stream) {
+                        NonDeduced<PackedLayout<const OffsetT>> layout, RaggedView<T, OffsetT> dst,
+                        cudaStream_t stream) {
   RAGGED_RETURN_IF_ERROR(check_move_args(dst, "dst", d_packed, layout));
   if (d_workspace == nullptr) {
     workspace_bytes = detail::kNoWorkspaceBytes;
@@ -131,12 +132,11 @@ Status unpack_sequences(void* d_workspace, std::size_t& workspace_bytes, const T
 }
 
 #define RAGGED_INSTANTIATE_PACKING_ORDER(O)                                                                      \
-  template Status packing_order<O>(void*, std::size_t&, const O*, std::int64_t, PackedLayout<O>, CheckResult*,  \
-                                   cudaStream_t);
+  template Status packing_order<O>(void*, std::size_t&, const O*, PackedLayout<O>, CheckResult*, cudaStream_t);
 #define RAGGED_INSTANTIATE_PACK(T, O)                                                                            \
-  template Status pack_sequences<T, O>(void*, std::size_t&, RaggedView<const T, O>, PackedLayout<O>, T*,        \
+  template Status pack_sequences<T, O>(void*, std::size_t&, RaggedView<const T, O>, PackedLayout<const O>, T*,  \
                                        cudaStream_t);                                                           \
-  template Status unpack_sequences<T, O>(void*, std::size_t&, const T*, PackedLayout<O>, RaggedView<T, O>,      \
+  template Status unpack_sequences<T, O>(void*, std::size_t&, const T*, PackedLayout<const O>, RaggedView<T, O>,\
                                          cudaStream_t);
 #define RAGGED_INSTANTIATE_PACK_TYPES(O) \
   RAGGED_INSTANTIATE_PACK(float, O)      \

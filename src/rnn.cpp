@@ -208,7 +208,7 @@ Status carve(detail::WorkspaceLayout& pieces, bool query, const RnnArgs<T, Offse
     sizing.sorted_lengths = sizing.batch_sizes = sizing.step_offsets = query_placeholder<OffsetT>();
   }
   RAGGED_RETURN_IF_ERROR(
-      packing_order<OffsetT>(nullptr, s.packing_bytes, args.input.offsets, B, sizing, nullptr, nullptr));
+      packing_order<OffsetT>(nullptr, s.packing_bytes, args.input.offsets, sizing, nullptr, nullptr));
   s.packing = pieces.take(s.packing_bytes);
   s.slot_begin = pieces.take_array<std::int64_t>(B);
   s.slot_length = pieces.take_array<std::int64_t>(B);
@@ -343,7 +343,7 @@ Status rnn_forward(void* d_workspace, std::size_t& workspace_bytes, const RnnArg
   const int G = rnn_gate_count(desc.mode);
   // packing_order resets args.check and records sequences longer than max_steps there.
   RAGGED_RETURN_IF_ERROR(
-      packing_order<OffsetT>(s.packing, s.packing_bytes, in.offsets, B, s.layout, args.check, stream));
+      packing_order<OffsetT>(s.packing, s.packing_bytes, in.offsets, s.layout, args.check, stream));
   if (nnz > 0 && desc.num_layers > 1) {
     // Every layer after the first projects all nnz rows of the previous layer's output, but the recurrence writes
     // only rows that belong to a sequence: clear both ping-pong buffers so spare rows are zeros, not garbage

@@ -135,9 +135,9 @@ struct PackedLayoutDesc {
   void* step_offsets = nullptr;              // [max_steps + 1]
 };
 
-// offset_dtype: kInt32 or kInt64, for d_offsets and the layout's length arrays.
+// offset_dtype: kInt32 or kInt64, for d_offsets ([layout.batch + 1]) and the layout's length arrays.
 Status packing_order(void* d_workspace, std::size_t& workspace_bytes, DType offset_dtype, const void* d_offsets,
-                     std::int64_t batch, const PackedLayoutDesc& layout, CheckResult* d_check, cudaStream_t stream);
+                     const PackedLayoutDesc& layout, CheckResult* d_check, cudaStream_t stream);
 
 // src.dtype: kFloat32, kFloat16, kBFloat16, kInt32, kInt64 or kUInt8; the layout's arrays are of
 // src.offset_dtype. d_packed holds src.nnz rows of src.dtype.

@@ -17,8 +17,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "ragged/check.h"
+#include "ragged/config.h"
+#include "ragged/dtype.h"
 #include "ragged/status.h"
 #include "ragged/view.h"
 
@@ -27,26 +30,40 @@ namespace ragged {
 // Device arrays that describe a packed layout, all caller-allocated. `max_steps` must be at least the longest
 // sequence; longer sequences are recorded as kInvalidArgument in the CheckResult of packing_order and their
 // tokens past max_steps are not packed.
+//
+// PackedLayout<OffsetT> has writable arrays: packing_order fills them. PackedLayout<const OffsetT> holds the
+// same arrays read-only, which is all that pack / unpack need; a PackedLayout<OffsetT> converts to it (as
+// RaggedView<T> does to RaggedView<const T>), so a caller whose layout is read-only needs no const_cast.
 template <typename OffsetT>
 struct PackedLayout {
+  static_assert(is_offset_type_v<std::remove_const_t<OffsetT>>, "offsets must be int32_t or int64_t");
+  // std::int64_t, const where OffsetT is.
+  using IndexT = std::conditional_t<std::is_const<OffsetT>::value, const std::int64_t, std::int64_t>;
+
   std::int64_t batch = 0;
   std::int64_t max_steps = 0;
-  std::int64_t* sorted_indices = nullptr;    // [batch]   sorted position j -> original sequence
-  std::int64_t* unsorted_indices = nullptr;  // [batch]   original sequence b -> sorted position
-  OffsetT* sorted_lengths = nullptr;         // [batch]   min(length, max_steps) in sorted order (descending)
-  OffsetT* batch_sizes = nullptr;            // [max_steps]      sequences with length > t (0 past the longest)
-  OffsetT* step_offsets = nullptr;           // [max_steps + 1]  exclusive scan of batch_sizes; [max_steps] = total
+  IndexT* sorted_indices = nullptr;    // [batch]   sorted position j -> original sequence
+  IndexT* unsorted_indices = nullptr;  // [batch]   original sequence b -> sorted position
+  OffsetT* sorted_lengths = nullptr;   // [batch]   min(length, max_steps) in sorted order (descending)
+  OffsetT* batch_sizes = nullptr;      // [max_steps]      sequences with length > t (0 past the longest)
+  OffsetT* step_offsets = nullptr;     // [max_steps + 1]  exclusive scan of batch_sizes; [max_steps] = total
+
+  template <typename U = OffsetT,
+            typename = std::enable_if_t<std::is_same<U, OffsetT>::value && !std::is_const<U>::value>>
+  RAGGED_HOST_DEVICE operator PackedLayout<const U>() const {
+    return {batch, max_steps, sorted_indices, unsorted_indices, sorted_lengths, batch_sizes, step_offsets};
+  }
 };
 
-// Fills every array of `layout` from offsets [batch+1]. Uses CUB's stable radix sort (descending), so equal
-// lengths keep their original order. The sort key is min(length, max_steps) (the length itself when valid),
-// which bounds the sorted bits by max_steps without a host sync. layout.batch must equal batch, and batch
-// must fit OffsetT. OffsetT: int32_t or int64_t.
+// Fills every array of `layout` from offsets [layout.batch + 1]. Uses CUB's stable radix sort (descending), so
+// equal lengths keep their original order. The sort key is min(length, max_steps) (the length itself when
+// valid), which bounds the sorted bits by max_steps without a host sync. layout.batch must fit OffsetT.
+// OffsetT: int32_t or int64_t.
 // d_check (optional) is overwritten with the first sequence longer than layout.max_steps (kInvalidArgument,
 // index = the sequence), or "no failure".
 template <typename OffsetT>
 Status packing_order(void* d_workspace, std::size_t& workspace_bytes, const OffsetT* d_offsets,
-                     std::int64_t batch, PackedLayout<OffsetT> layout, CheckResult* d_check, cudaStream_t stream);
+                     PackedLayout<OffsetT> layout, CheckResult* d_check, cudaStream_t stream);
 
 // packed[step_offsets[t] + j, :] = src token t of sequence sorted_indices[j]. `packed` holds src.nnz rows;
 // those past step_offsets[max_steps] are not written. Reads layout.sorted_indices and layout.step_offsets
@@ -54,10 +71,10 @@ Status packing_order(void* d_workspace, std::size_t& workspace_bytes, const Offs
 // T: float, half, bfloat16, int32_t, int64_t, uint8_t.
 template <typename T, typename OffsetT>
 Status pack_sequences(void* d_workspace, std::size_t& workspace_bytes, RaggedView<const T, OffsetT> src,
-                      PackedLayout<OffsetT> layout, T* d_packed, cudaStream_t stream);
+                      NonDeduced<PackedLayout<const OffsetT>> layout, T* d_packed, cudaStream_t stream);
 template <typename T, typename OffsetT, typename = WhenMutable<T>>
 Status pack_sequences(void* d_workspace, std::size_t& workspace_bytes, RaggedView<T, OffsetT> src,
-                      PackedLayout<OffsetT> layout, T* d_packed, cudaStream_t stream) {
+                      NonDeduced<PackedLayout<const OffsetT>> layout, T* d_packed, cudaStream_t stream) {
   return pack_sequences<T, OffsetT>(d_workspace, workspace_bytes, RaggedView<const T, OffsetT>(src), layout, d_packed,
                                     stream);
 }
@@ -66,6 +83,7 @@ Status pack_sequences(void* d_workspace, std::size_t& workspace_bytes, RaggedVie
 // dst that no packed row maps to (tokens past max_steps, rows past offsets[batch]) are not written.
 template <typename T, typename OffsetT>
 Status unpack_sequences(void* d_workspace, std::size_t& workspace_bytes, const T* d_packed,
-                        PackedLayout<OffsetT> layout, RaggedView<T, OffsetT> dst, cudaStream_t stream);
+                        NonDeduced<PackedLayout<const OffsetT>> layout, RaggedView<T, OffsetT> dst,
+                        cudaStream_t stream);
 
 }  // namespace ragged

@@ -9,6 +9,7 @@
 #include "ragged/dtype.h"
 #include "ragged/dynamic.h"
 #include "ragged/offsets.h"
+#include "ragged/packed_sequence.h"
 #include "ragged/packing.h"
 #include "ragged/planner.h"
 #include "ragged/rnn.h"

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -158,6 +159,20 @@ class RaggedTensor {
     return out;
   }
 
+  // [batch, max_len] key-padding mask of the sequences (lengths_to_mask): true where slot s holds a token, placed
+  // as to_padded(pad, max_len, align) places it (a sequence longer than max_len fills its row), false on padding.
+  // max_len < 0 means the longest sequence.
+  DeviceBuffer<bool> padding_mask(std::int64_t max_len = -1, Align align = Align::kLeft) const {
+    return mask_of<bool>(max_len, align);
+  }
+
+  // The additive form for attention scores: 0 where slot s holds a token, -infinity on padding. U: float, half or
+  // bfloat16.
+  template <typename U>
+  DeviceBuffer<U> additive_mask(std::int64_t max_len = -1, Align align = Align::kLeft) const {
+    return mask_of<U>(max_len, align);
+  }
+
   // A tensor with the same offsets (copied) and fresh, unwritten values.
   RaggedTensor empty_like() const { return make_like(inner_dims_, values_.size()); }
 
@@ -271,6 +286,26 @@ class RaggedTensor {
   }
 
  private:
+  template <typename U>
+  DeviceBuffer<U> mask_of(std::int64_t max_len, Align align) const {
+    if (max_len < 0) max_len = max_length();
+    DeviceBuffer<U> mask(detail::element_count(batch_, max_len, "batch * max_len"), stream_);
+    // The offsets were validated when the tensor was made: no length is negative, so no check is read back.
+    DeviceBuffer<OffsetT> lengths(static_cast<std::size_t>(batch_), stream_);
+    Workspace ws(stream_);
+    run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
+      return offsets_to_lengths(p, bytes, offsets_.data(), batch_, lengths.data(), stream_);
+    });
+    run_with_workspace(ws, [&](void* p, std::size_t& bytes) {
+      if constexpr (std::is_same<U, bool>::value)
+        return lengths_to_mask(p, bytes, lengths.data(), batch_, max_len, align, mask.data(), nullptr, stream_);
+      else
+        return lengths_to_additive_mask(p, bytes, lengths.data(), batch_, max_len, align, mask.data(), nullptr,
+                                        stream_);
+    });
+    return mask;
+  }
+
   void take(RaggedTensor& other) noexcept {
     values_ = std::move(other.values_);
     offsets_ = std::move(other.offsets_);

@@ -48,6 +48,15 @@ struct PaddedView {
   }
 };
 
+// T itself, but not deduced: a parameter of this type takes its template arguments from the others and so
+// accepts what converts to it (a PackedLayout<OffsetT> where a PackedLayout<const OffsetT> is expected).
+template <typename T>
+struct TypeIdentity {
+  using type = T;
+};
+template <typename T>
+using NonDeduced = typename TypeIdentity<T>::type;
+
 // Enables the ops' overloads for views of mutable values (T not const), which forward to the read-only ones.
 template <typename T>
 using WhenMutable = std::enable_if_t<!std::is_const<T>::value>;

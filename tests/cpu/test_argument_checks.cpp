@@ -399,63 +399,64 @@ TEST_CASE("packing bad arguments are refused with a message naming them", "[pack
   const PackedLayout<std::int32_t> good{2, 2, indices, inverse, lengths, sizes, steps};
   std::size_t bytes = 0;
   // Every call below fails before packing_order asks CUB for its temp size.
-  auto order = [&](const std::int32_t* offsets, std::int64_t batch, PackedLayout<std::int32_t> layout) {
-    return packing_order<std::int32_t>(nullptr, bytes, offsets, batch, layout, nullptr, nullptr);
+  auto order = [&](const std::int32_t* offsets, PackedLayout<std::int32_t> layout) {
+    return packing_order<std::int32_t>(nullptr, bytes, offsets, layout, nullptr, nullptr);
   };
 
-  REQUIRE_FAILS(order(offsets_storage, -1, good), Status::kInvalidArgument, "batch");
-  REQUIRE_FAILS(order(offsets_storage, 1, good), Status::kInvalidArgument, "layout.batch");
   PackedLayout<std::int32_t> layout = good;
+  layout.batch = -1;
+  REQUIRE_FAILS(order(offsets_storage, layout), Status::kInvalidArgument, "layout.batch");
+  layout = good;
   layout.max_steps = -3;
-  REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kInvalidArgument, "max_steps");
+  REQUIRE_FAILS(order(offsets_storage, layout), Status::kInvalidArgument, "max_steps");
   layout.max_steps = kInt64Max;  // step_offsets would need max_steps + 1 entries
-  REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kSizeOverflow, "max_steps");
+  REQUIRE_FAILS(order(offsets_storage, layout), Status::kSizeOverflow, "max_steps");
   // Bounded as a batch is: past it, the scan and the grid over max_steps + 1 items would overflow.
   for (const std::int64_t steps : {kMaxBatch + 1, kInt64Max - 1}) {
     layout.max_steps = steps;
-    REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kSizeOverflow, "layout.max_steps");
+    REQUIRE_FAILS(order(offsets_storage, layout), Status::kSizeOverflow, "layout.max_steps");
   }
-  REQUIRE_FAILS(order(nullptr, 2, good), Status::kNullPointer, "offsets");
+  REQUIRE_FAILS(order(nullptr, good), Status::kNullPointer, "offsets");
   PackedLayout<std::int32_t> empty{0, 0, nullptr, nullptr, nullptr, nullptr, steps};
-  REQUIRE_FAILS(order(nullptr, 0, empty), Status::kNullPointer, "offsets");  // offsets always hold batch + 1
+  REQUIRE_FAILS(order(nullptr, empty), Status::kNullPointer, "offsets");  // offsets always hold batch + 1
   empty.step_offsets = nullptr;
-  REQUIRE_FAILS(order(offsets_storage, 0, empty), Status::kNullPointer, "step_offsets");
+  REQUIRE_FAILS(order(offsets_storage, empty), Status::kNullPointer, "step_offsets");
   layout = good;
   layout.sorted_indices = nullptr;
-  REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kNullPointer, "sorted_indices");
+  REQUIRE_FAILS(order(offsets_storage, layout), Status::kNullPointer, "sorted_indices");
   layout = good;
   layout.unsorted_indices = nullptr;
-  REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kNullPointer, "unsorted_indices");
+  REQUIRE_FAILS(order(offsets_storage, layout), Status::kNullPointer, "unsorted_indices");
   layout = good;
   layout.sorted_lengths = nullptr;
-  REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kNullPointer, "sorted_lengths");
+  REQUIRE_FAILS(order(offsets_storage, layout), Status::kNullPointer, "sorted_lengths");
   layout = good;
   layout.batch_sizes = nullptr;
-  REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kNullPointer, "batch_sizes");
+  REQUIRE_FAILS(order(offsets_storage, layout), Status::kNullPointer, "batch_sizes");
   // A batch whose counts cannot be held by int32 batch_sizes.
   layout = good;
   layout.batch = std::int64_t{std::numeric_limits<std::int32_t>::max()} + 1;
-  REQUIRE_FAILS(order(offsets_storage, layout.batch, layout), Status::kSizeOverflow, "int32");
+  REQUIRE_FAILS(order(offsets_storage, layout), Status::kSizeOverflow, "int32");
   // A batch whose offsets cannot exist, whatever the offset type.
   layout = good;
   layout.batch = kInt64Max;
-  REQUIRE_FAILS(order(offsets_storage, kInt64Max, layout), Status::kSizeOverflow, "batch");
+  REQUIRE_FAILS(order(offsets_storage, layout), Status::kSizeOverflow, "layout.batch");
   std::int64_t offsets64[3] = {0, 2, 3};
   std::int64_t lengths64[2] = {2, 1}, sizes64[2] = {2, 1}, steps64[3] = {0, 2, 3};
   PackedLayout<std::int64_t> layout64{kInt64Max, 2, indices, inverse, lengths64, sizes64, steps64};
-  REQUIRE_FAILS(packing_order<std::int64_t>(nullptr, bytes, offsets64, kInt64Max, layout64, nullptr, nullptr),
-                Status::kSizeOverflow, "batch");
+  REQUIRE_FAILS(packing_order<std::int64_t>(nullptr, bytes, offsets64, layout64, nullptr, nullptr),
+                Status::kSizeOverflow, "layout.batch");
   // Layout arrays and offsets not aligned to their elements.
-  REQUIRE_FAILS(order(shifted(offsets_storage, 2), 2, good), Status::kInvalidArgument, "offsets is not aligned");
+  REQUIRE_FAILS(order(shifted(offsets_storage, 2), good), Status::kInvalidArgument, "offsets is not aligned");
   layout64.batch = 2;
-  REQUIRE_FAILS(packing_order<std::int64_t>(nullptr, bytes, shifted(offsets64, 4), 2, layout64, nullptr, nullptr),
+  REQUIRE_FAILS(packing_order<std::int64_t>(nullptr, bytes, shifted(offsets64, 4), layout64, nullptr, nullptr),
                 Status::kInvalidArgument, "offsets is not aligned");
   layout = good;
   layout.sorted_indices = shifted(layout.sorted_indices, 4);
-  REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kInvalidArgument, "sorted_indices is not aligned");
+  REQUIRE_FAILS(order(offsets_storage, layout), Status::kInvalidArgument, "sorted_indices is not aligned");
   layout = good;
   layout.step_offsets = shifted(layout.step_offsets, 1);
-  REQUIRE_FAILS(order(offsets_storage, 2, layout), Status::kInvalidArgument, "step_offsets is not aligned");
+  REQUIRE_FAILS(order(offsets_storage, layout), Status::kInvalidArgument, "step_offsets is not aligned");
 
   // pack / unpack: no workspace, so their queries succeed without a CUDA call.
   float values[3] = {1, 2, 3}, packed[3] = {};
@@ -1209,6 +1210,26 @@ TEST_CASE("ops take views of mutable values as they take read-only ones", "[view
   // The same calls on the read-only views still pick the op itself.
   const RaggedView<const float, std::int32_t> read_only = ragged;
   REQUIRE_OK(segment_softmax(nullptr, bytes, read_only, false, out, nullptr));
+  // pack / unpack read the layout only: a read-only one (arrays a caller cannot write) goes in as it is, and
+  // the writable one converts to it, field for field.
+  const std::int64_t fixed_indices[2] = {0, 1};
+  const std::int32_t fixed_lengths[2] = {2, 1}, fixed_sizes[2] = {2, 1}, fixed_steps[3] = {0, 2, 3};
+  const PackedLayout<const std::int32_t> fixed{2, 2, fixed_indices, fixed_indices, fixed_lengths, fixed_sizes,
+                                               fixed_steps};
+  REQUIRE_OK(pack_sequences(nullptr, bytes, read_only, fixed, out, nullptr));
+  REQUIRE_OK(pack_sequences(nullptr, bytes, ragged, fixed, out, nullptr));
+  REQUIRE_OK(unpack_sequences(nullptr, bytes, out, fixed, ragged, nullptr));
+  REQUIRE_OK(unpack_sequences(nullptr, bytes, out, layout, ragged, nullptr));
+  const PackedLayout<const std::int32_t> converted = layout;
+  REQUIRE(converted.batch == 2);
+  REQUIRE(converted.max_steps == 2);
+  REQUIRE(converted.sorted_indices == indices);
+  REQUIRE(converted.unsorted_indices == inverse);
+  REQUIRE(converted.sorted_lengths == lengths);
+  REQUIRE(converted.batch_sizes == sizes);
+  REQUIRE(converted.step_offsets == steps);
+  static_assert(!std::is_convertible<PackedLayout<const std::int32_t>, PackedLayout<std::int32_t>>::value,
+                "a read-only layout must not convert back to a writable one");
   // HeadsView converts too (AttentionArgs holds read-only views of Q, K and V).
   half q[64] = {};
   AttentionArgs<half, std::int32_t> a;

@@ -220,7 +220,7 @@ TEST_CASE("dynamic rnn_forward names a dtype mismatch and forwards the typed op'
 TEST_CASE("dynamic packing entry points name an unsupported dtype", "[dynamic][errors][packing]") {
   std::size_t bytes = 0;
   dynamic::PackedLayoutDesc layout;
-  REQUIRE(dynamic::packing_order(nullptr, bytes, DType::kFloat16, nullptr, 0, layout, nullptr, nullptr) ==
+  REQUIRE(dynamic::packing_order(nullptr, bytes, DType::kFloat16, nullptr, layout, nullptr, nullptr) ==
           Status::kUnsupportedDType);
   REQUIRE(std::string(last_error_message()) == "packing_order: no kernel for offset type float16");
   dynamic::RaggedDesc desc;

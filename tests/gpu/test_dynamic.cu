@@ -264,7 +264,7 @@ TEST_CASE("dynamic packing_order, pack and unpack match the reference", "[dynami
                                          batch_sizes.data(),
                                          step_offsets.data()};
   REQUIRE_OK(run_two_phase([&](void* p, std::size_t& bytes) {
-    return dynamic::packing_order(p, bytes, DType::kInt64, d_offsets.data(), batch, layout, nullptr, nullptr);
+    return dynamic::packing_order(p, bytes, DType::kInt64, d_offsets.data(), layout, nullptr, nullptr);
   }));
   const auto want = reference::packing_order(offsets.data(), batch, max_steps);
   REQUIRE(sorted_indices.to_host() == want.sorted_indices);

@@ -527,7 +527,7 @@ TEST_CASE("pack and unpack more than 2^31 bytes", "[packing][gpu][large]") {
   layout.batch_sizes = batch_sizes.data();
   layout.step_offsets = step_offsets.data();
   REQUIRE_OK(run_two_phase([&](void* workspace, std::size_t& bytes) {
-    return packing_order(workspace, bytes, d_offsets.data(), batch, layout, nullptr, nullptr);
+    return packing_order(workspace, bytes, d_offsets.data(), layout, nullptr, nullptr);
   }));
   const reference::HostPackedLayout<OffsetT> host_layout = reference::packing_order(offsets.data(), batch, max_steps);
   REQUIRE(sorted_indices.to_host() == host_layout.sorted_indices);

@@ -13,6 +13,7 @@
 #include "ragged/buffer.h"
 #include "ragged/convert.h"
 #include "ragged/reference.h"
+#include "ragged/tensor.h"
 
 using namespace ragged;
 
@@ -271,5 +272,40 @@ TEST_CASE("bool masks round-trip through the owning buffer", "[mask][gpu]") {
         INFO("poison " << poison << " sequence " << b << " token " << t);
         REQUIRE(got[b * max_len + t] == (t < std::min<std::int64_t>(lengths[b], max_len)));
       }
+  }
+}
+
+TEMPLATE_TEST_CASE("RaggedTensor::padding_mask and additive_mask match the reference", "[mask][gpu][tensor]",
+                   std::int32_t, std::int64_t) {
+  // The three masks of a tensor differ from one another (width, alignment, type) and every regime's lengths
+  // differ, so a mask the op left unwritten cannot pass on what an earlier one left in the memory pool.
+  using OffsetT = TestType;
+  auto rng = test::make_rng(214);
+  for (test::Regime regime : test::all_regimes()) {
+    INFO("regime " << test::regime_name(regime));
+    const std::vector<std::int64_t> lengths = test::make_lengths(regime, rng, 20);
+    std::int64_t nnz = 0;
+    for (std::int64_t l : lengths) nnz += l;
+    const auto x = RaggedTensor<float, OffsetT>::from_host(test::random_values<float>(nnz * 3, rng), lengths, {3});
+    const std::int64_t batch = x.batch();
+    const std::int64_t longest = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
+
+    const std::vector<bool> got = x.padding_mask().to_host();  // the longest, left aligned
+    std::vector<unsigned char> want(static_cast<std::size_t>(batch * longest), kPoison);
+    reference::lengths_to_mask(lengths.data(), batch, longest, Align::kLeft, reinterpret_cast<bool*>(want.data()));
+    REQUIRE(got == std::vector<bool>(want.begin(), want.end()));
+
+    const std::int64_t short_len = longest / 2 + 1;  // some sequences fill their rows
+    const std::vector<bool> got_short = x.padding_mask(short_len, Align::kRight).to_host();
+    std::vector<unsigned char> want_short(static_cast<std::size_t>(batch * short_len), kPoison);
+    reference::lengths_to_mask(lengths.data(), batch, short_len, Align::kRight,
+                               reinterpret_cast<bool*>(want_short.data()));
+    REQUIRE(got_short == std::vector<bool>(want_short.begin(), want_short.end()));
+
+    const std::int64_t long_len = longest + 3;
+    const std::vector<half> got_additive = x.template additive_mask<half>(long_len).to_host();
+    std::vector<half> want_additive(static_cast<std::size_t>(batch * long_len));
+    reference::lengths_to_additive_mask(lengths.data(), batch, long_len, Align::kLeft, want_additive.data());
+    REQUIRE_BITWISE_EQUAL(got_additive, want_additive);
   }
 }

@@ -10,6 +10,7 @@
 
 #include "common/test_util.h"
 #include "gpu/restore_setting.h"
+#include "ragged/packed_sequence.h"
 #include "ragged/packing.h"
 #include "ragged/reference.h"
 
@@ -76,46 +77,55 @@ struct DeviceLayout {
 // Runs packing_order with exactly the queried workspace (after checking that one byte less is refused) and
 // returns the copied-back CheckResult, which starts poisoned so that a missing reset shows.
 template <typename OffsetT>
-CheckResult run_packing_order(const DeviceBuffer<OffsetT>& offsets, std::int64_t batch, DeviceLayout<OffsetT>& layout) {
+CheckResult run_packing_order(const DeviceBuffer<OffsetT>& offsets, DeviceLayout<OffsetT>& layout) {
   std::size_t bytes = 0;
-  REQUIRE_OK((packing_order<OffsetT>(nullptr, bytes, offsets.data(), batch, layout.view(), nullptr, nullptr)));
+  REQUIRE_OK((packing_order<OffsetT>(nullptr, bytes, offsets.data(), layout.view(), nullptr, nullptr)));
   DeviceBuffer<unsigned char> workspace(std::max<std::size_t>(bytes, 1));
   test::poison_workspace(workspace);
   if (bytes > 0) {
     std::size_t less = bytes - 1;
-    REQUIRE(packing_order<OffsetT>(workspace.data(), less, offsets.data(), batch, layout.view(), nullptr, nullptr) ==
+    REQUIRE(packing_order<OffsetT>(workspace.data(), less, offsets.data(), layout.view(), nullptr, nullptr) ==
             Status::kWorkspaceTooSmall);
   }
   DeviceBuffer<CheckResult> check(1);
   check.fill_bytes(0);
-  REQUIRE_OK((packing_order<OffsetT>(workspace.data(), bytes, offsets.data(), batch, layout.view(), check.data(),
-                                    nullptr)));
+  REQUIRE_OK((packing_order<OffsetT>(workspace.data(), bytes, offsets.data(), layout.view(), check.data(), nullptr)));
   REQUIRE_CUDA(cudaDeviceSynchronize());
   return check.to_host()[0];
 }
 
+// The five layout arrays, copied back, against the reference's.
 template <typename OffsetT>
-void require_layout_equal(DeviceLayout<OffsetT>& device, const reference::HostPackedLayout<OffsetT>& want) {
+void require_layout_equal(const DeviceBuffer<std::int64_t>& sorted_indices,
+                          const DeviceBuffer<std::int64_t>& unsorted_indices, const DeviceBuffer<OffsetT>& sorted_lengths,
+                          const DeviceBuffer<OffsetT>& batch_sizes, const DeviceBuffer<OffsetT>& step_offsets,
+                          const reference::HostPackedLayout<OffsetT>& want) {
   {
     INFO("sorted_indices");
-    REQUIRE_BITWISE_EQUAL(device.sorted_indices.to_host(), want.sorted_indices);
+    REQUIRE_BITWISE_EQUAL(sorted_indices.to_host(), want.sorted_indices);
   }
   {
     INFO("unsorted_indices");
-    REQUIRE_BITWISE_EQUAL(device.unsorted_indices.to_host(), want.unsorted_indices);
+    REQUIRE_BITWISE_EQUAL(unsorted_indices.to_host(), want.unsorted_indices);
   }
   {
     INFO("sorted_lengths");
-    REQUIRE_BITWISE_EQUAL(device.sorted_lengths.to_host(), want.sorted_lengths);
+    REQUIRE_BITWISE_EQUAL(sorted_lengths.to_host(), want.sorted_lengths);
   }
   {
     INFO("batch_sizes");
-    REQUIRE_BITWISE_EQUAL(device.batch_sizes.to_host(), want.batch_sizes);
+    REQUIRE_BITWISE_EQUAL(batch_sizes.to_host(), want.batch_sizes);
   }
   {
     INFO("step_offsets");
-    REQUIRE_BITWISE_EQUAL(device.step_offsets.to_host(), want.step_offsets);
+    REQUIRE_BITWISE_EQUAL(step_offsets.to_host(), want.step_offsets);
   }
+}
+
+template <typename OffsetT>
+void require_layout_equal(DeviceLayout<OffsetT>& device, const reference::HostPackedLayout<OffsetT>& want) {
+  require_layout_equal(device.sorted_indices, device.unsorted_indices, device.sorted_lengths, device.batch_sizes,
+                       device.step_offsets, want);
 }
 
 // The lowest index of a sequence longer than max_steps, or -1.
@@ -192,7 +202,7 @@ TEMPLATE_TEST_CASE("packing_order matches the reference", "[packing][order]", st
     for (std::int64_t max_steps : {longest(lengths), longest(lengths) + 5, std::int64_t{1} << 17, std::int64_t{0}}) {
       INFO("batch " << batch << ", max_steps " << max_steps);
       DeviceLayout<OffsetT> layout(batch, max_steps);
-      const CheckResult check = run_packing_order(offsets, batch, layout);
+      const CheckResult check = run_packing_order(offsets, layout);
       INFO(describe(check, "sequence"));
       REQUIRE(check.ok() == (first_too_long(lengths, max_steps) < 0));
       require_layout_equal(layout, reference::packing_order(host_offsets.data(), batch, max_steps));
@@ -213,7 +223,7 @@ TEMPLATE_TEST_CASE("packing_order on a large batch (multi-pass sort, many ties)"
   for (std::int64_t max_steps : {std::int64_t{300}, std::int64_t{1} << 12, std::int64_t{1} << 20}) {
     INFO("max_steps " << max_steps);
     DeviceLayout<OffsetT> layout(batch, max_steps);
-    REQUIRE(run_packing_order(offsets, batch, layout).ok());
+    REQUIRE(run_packing_order(offsets, layout).ok());
     require_layout_equal(layout, reference::packing_order(host_offsets.data(), batch, max_steps));
   }
 }
@@ -230,7 +240,7 @@ TEMPLATE_TEST_CASE("packing_order with max_steps below the longest records the e
     const DeviceBuffer<OffsetT> offsets(host_offsets);
     INFO("batch " << batch << ", max_steps " << max_steps);
     DeviceLayout<OffsetT> layout(batch, max_steps);
-    const CheckResult check = run_packing_order(offsets, batch, layout);
+    const CheckResult check = run_packing_order(offsets, layout);
     REQUIRE(check.status() == Status::kInvalidArgument);
     REQUIRE(check.index() == first_too_long(lengths, max_steps));
     const auto host_layout = reference::packing_order(host_offsets.data(), batch, max_steps);
@@ -258,7 +268,7 @@ TEMPLATE_TEST_CASE("pack / unpack match the reference and round-trip", "[packing
     const std::int64_t nnz = static_cast<std::int64_t>(host_offsets.back());
     for (std::int64_t max_steps : {longest(lengths), longest(lengths) + 3}) {
       DeviceLayout<OffsetT> layout(batch, max_steps);
-      REQUIRE(run_packing_order(offsets, batch, layout).ok());
+      REQUIRE(run_packing_order(offsets, layout).ok());
       const auto host_layout = reference::packing_order(host_offsets.data(), batch, max_steps);
       for (std::int64_t inner : {1, 3, 64, 257}) {
         INFO("batch " << batch << ", nnz " << nnz << ", max_steps " << max_steps << ", inner " << inner);
@@ -282,7 +292,7 @@ TEMPLATE_TEST_CASE("pack / unpack with buffers aligned only to their element (na
   const std::vector<OffsetT> host_offsets = offsets_of<OffsetT>(lengths);
   const DeviceBuffer<OffsetT> offsets(host_offsets);
   DeviceLayout<OffsetT> layout(batch, longest(lengths));
-  REQUIRE(run_packing_order(offsets, batch, layout).ok());
+  REQUIRE(run_packing_order(offsets, layout).ok());
   const auto host_layout = reference::packing_order(host_offsets.data(), batch, longest(lengths));
   const std::int64_t nnz = static_cast<std::int64_t>(host_offsets.back());
   for (std::int64_t inner : {1, 64, 257}) {
@@ -313,7 +323,7 @@ TEMPLATE_TEST_CASE("packing_order, pack and unpack with grids of one and three b
       for (std::int64_t max_steps : {longest(lengths), longest(lengths) / 2}) {
         INFO("grid of at most " << cap << " blocks, batch " << batch << ", max_steps " << max_steps);
         DeviceLayout<OffsetT> layout(batch, max_steps);
-        const CheckResult check = run_packing_order(offsets, batch, layout);
+        const CheckResult check = run_packing_order(offsets, layout);
         const std::int64_t too_long = first_too_long(lengths, max_steps);
         REQUIRE(check.ok() == (too_long < 0));
         if (too_long >= 0) REQUIRE(check.index() == too_long);
@@ -346,7 +356,7 @@ TEST_CASE("packing_order, pack and unpack can be captured in a CUDA graph", "[pa
     test::poison(packed);
     test::poison(unpacked);
     std::size_t bytes = 0;
-    REQUIRE_OK((packing_order<std::int32_t>(nullptr, bytes, offsets.data(), batch, layout.view(), nullptr, stream)));
+    REQUIRE_OK((packing_order<std::int32_t>(nullptr, bytes, offsets.data(), layout.view(), nullptr, stream)));
     DeviceBuffer<unsigned char> workspace(std::max<std::size_t>(bytes, 1));
     test::poison_workspace(workspace);
     REQUIRE_CUDA(cudaDeviceSynchronize());
@@ -355,8 +365,8 @@ TEST_CASE("packing_order, pack and unpack can be captured in a CUDA graph", "[pa
     const RaggedView<float, std::int32_t> dst_view{unpacked.data(), offsets.data(), batch, nnz, inner};
     cudaGraph_t graph = nullptr;
     REQUIRE_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    const Status order = packing_order<std::int32_t>(workspace.data(), bytes, offsets.data(), batch, layout.view(),
-                                                     nullptr, stream);
+    const Status order = packing_order<std::int32_t>(workspace.data(), bytes, offsets.data(), layout.view(), nullptr,
+                                                     stream);
     std::size_t none = 0;
     const Status pack = pack_sequences<float, std::int32_t>(workspace.data(), none, src_view, layout.view(),
                                                             packed.data(), stream);
@@ -402,7 +412,7 @@ TEMPLATE_TEST_CASE("malformed offsets and layouts stay in bounds", "[packing][ma
   for (std::int64_t max_steps : {std::int64_t{0}, std::int64_t{4}, std::int64_t{64}}) {
     INFO("max_steps " << max_steps);
     DeviceLayout<OffsetT> layout(batch, max_steps);
-    const CheckResult check = run_packing_order(offsets, batch, layout);
+    const CheckResult check = run_packing_order(offsets, layout);
     REQUIRE(check.status() == Status::kInvalidArgument);  // some lengths exceed any of these max_steps
     const RaggedView<const float, OffsetT> src_view{src.data(), offsets.data(), batch, nnz, inner};
     REQUIRE_OK((pack_sequences<float, OffsetT>(&stand_in, none, src_view, layout.view(), packed.data(), nullptr)));
@@ -423,4 +433,102 @@ TEMPLATE_TEST_CASE("malformed offsets and layouts stay in bounds", "[packing][ma
   REQUIRE_CUDA(cudaDeviceSynchronize());
   REQUIRE(packed.guards_intact());
   REQUIRE(dst.guards_intact());
+}
+
+TEMPLATE_TEST_CASE("PackedSequence packs a RaggedTensor as the reference does and unpacks it back",
+                   "[packing][tensor]", std::int32_t, std::int64_t) {
+  // One length set per call, every set different, so that a buffer the op forgot to write cannot pass on what
+  // the previous call left in the stream's memory pool. Even sets take the longest sequence (read back), odd
+  // ones a max_steps past it (trailing steps of batch size 0).
+  using OffsetT = TestType;
+  using Tensor = RaggedTensor<float, OffsetT>;
+  auto rng = test::make_rng(209);
+  const std::vector<std::int64_t> inner_dims = {2, 3};
+  const std::int64_t inner = 6;
+  const auto sets = all_length_sets(rng);
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    const std::vector<std::int64_t>& lengths = sets[i];
+    const std::int64_t batch = static_cast<std::int64_t>(lengths.size());
+    const std::vector<OffsetT> host_offsets = offsets_of<OffsetT>(lengths);
+    const std::int64_t nnz = static_cast<std::int64_t>(host_offsets.back());
+    const std::int64_t max_steps = i % 2 == 0 ? -1 : longest(lengths) + 2;
+    const std::int64_t steps = max_steps < 0 ? longest(lengths) : max_steps;
+    INFO("batch " << batch << ", nnz " << nnz << ", max_steps " << max_steps);
+    const std::vector<float> values = test::random_values<float>(static_cast<std::size_t>(nnz * inner), rng);
+    const Tensor x = Tensor::from_host(values, lengths, inner_dims);
+
+    const auto packed = PackedSequence<float, OffsetT>::from_ragged(x, max_steps);
+    REQUIRE(packed.batch() == batch);
+    REQUIRE(packed.nnz() == nnz);
+    REQUIRE(packed.max_steps() == steps);
+    REQUIRE(packed.inner_dims() == inner_dims);
+    REQUIRE(packed.offsets().to_host() == host_offsets);
+    const auto host_layout = reference::packing_order(host_offsets.data(), batch, steps);
+    require_layout_equal(packed.sorted_indices(), packed.unsorted_indices(), packed.sorted_lengths(),
+                         packed.batch_sizes(), packed.step_offsets(), host_layout);
+    std::vector<float> want_packed(values.size());
+    reference::pack_sequences(RaggedView<const float, OffsetT>{values.data(), host_offsets.data(), batch, nnz, inner},
+                              host_layout, want_packed.data());
+    REQUIRE_BITWISE_EQUAL(packed.data().to_host(), want_packed);
+
+    const Tensor y = packed.to_ragged();
+    REQUIRE(y.inner_dims() == inner_dims);
+    REQUIRE(y.offsets_to_host() == host_offsets);
+    REQUIRE_BITWISE_EQUAL(y.values_to_host(), values);
+
+    // Other rows in the same packed order and of another width, as an RNN's output over packed.data().
+    const std::vector<float> rows = test::random_values<float>(static_cast<std::size_t>(nnz * 5), rng);
+    const Tensor z = packed.to_ragged(DeviceBuffer<float>(rows), {5});
+    std::vector<float> want_z(rows.size());
+    reference::unpack_sequences(rows.data(), host_layout,
+                                RaggedView<float, OffsetT>{want_z.data(), host_offsets.data(), batch, nnz, 5});
+    REQUIRE(z.inner_dims() == std::vector<std::int64_t>{5});
+    REQUIRE(z.offsets_to_host() == host_offsets);
+    REQUIRE_BITWISE_EQUAL(z.values_to_host(), want_z);
+  }
+}
+
+TEST_CASE("PackedSequence refuses a max_steps below the longest sequence and rows of the wrong size",
+          "[packing][tensor][errors]") {
+  using Tensor = RaggedTensor<float, std::int32_t>;
+  using Packed = PackedSequence<float, std::int32_t>;
+  auto rng = test::make_rng(210);
+  const std::vector<std::int64_t> lengths{3, 0, 7, 7, 2};
+  const Tensor x = Tensor::from_host(test::random_values<float>(19 * 2, rng), lengths, {2});
+  REQUIRE_THROWS_WITH(Packed::from_ragged(x, 6), Catch::Contains("sequence 2 is longer than max_steps = 6"));
+  REQUIRE_THROWS_WITH(Packed::from_ragged(x, 2), Catch::Contains("sequence 0 is longer than max_steps = 2"));
+  const Packed packed = Packed::from_ragged(x, 7);  // exactly the longest: accepted
+  REQUIRE_THROWS_WITH(packed.to_ragged(DeviceBuffer<float>(19 * 3), {2}),
+                      Catch::Contains("rows holds 57 values, nnz * inner = 19 * 2"));
+}
+
+TEST_CASE("PackedSequence works on the tensor's stream, and a moved-from one is empty", "[packing][tensor]") {
+  using Tensor = RaggedTensor<half, std::int64_t>;
+  using Packed = PackedSequence<half, std::int64_t>;
+  auto rng = test::make_rng(211);
+  const std::vector<std::int64_t> lengths{4, 9, 0, 1};
+  const std::vector<half> values = test::random_values<half>(14 * 8, rng);
+  cudaStream_t stream = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  {
+    const Tensor x = Tensor::from_host(values, lengths, {8}, stream);
+    Packed a = Packed::from_ragged(x);
+    REQUIRE(a.stream() == stream);
+    REQUIRE(a.data().stream() == stream);
+    Packed b = std::move(a);
+    REQUIRE(a.batch() == 0);
+    REQUIRE(a.nnz() == 0);
+    REQUIRE(a.max_steps() == 0);
+    REQUIRE(a.inner_dims().empty());
+    REQUIRE(a.data().empty());
+    REQUIRE(a.batch_sizes().empty());
+    REQUIRE(b.batch() == 4);
+    REQUIRE(b.max_steps() == 9);
+    REQUIRE(b.batch_sizes().to_host() == std::vector<std::int64_t>{3, 2, 2, 2, 1, 1, 1, 1, 1});
+    const Tensor y = b.to_ragged();
+    REQUIRE(y.stream() == stream);
+    REQUIRE_BITWISE_EQUAL(y.values_to_host(), values);
+  }
+  REQUIRE_CUDA(cudaStreamSynchronize(stream));
+  REQUIRE_CUDA(cudaStreamDestroy(stream));
 }

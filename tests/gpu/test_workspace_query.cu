@@ -141,7 +141,7 @@ TEMPLATE_TEST_CASE("offsets, conversion, mask and packing ops size their workspa
                                    p.at<OffsetT>(12), p.at<OffsetT>(13), p.at<OffsetT>(14)};
     };
     same_size_anywhere("packing_order", [&](const Placeholders& p, std::size_t& bytes) {
-      return packing_order<OffsetT>(nullptr, bytes, p.at<const OffsetT>(0), s.batch, layout_at(p),
+      return packing_order<OffsetT>(nullptr, bytes, p.at<const OffsetT>(0), layout_at(p),
                                     p.at<CheckResult>(1), nullptr);
     });
     same_size_anywhere("pack_sequences", [&](const Placeholders& p, std::size_t& bytes) {
